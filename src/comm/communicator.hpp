@@ -1,0 +1,74 @@
+// The Communicator: one group of ranks (a tier group, the world, or any split of it). It owns its
+// rank, size, timeout and transport; every collective is non-blocking and returns a Work handle, so
+// callers overlap communication with compute and wait only when they need the result. There is one
+// API per operation: a blocking call is `comm.all_gather(...).wait()`.
+//
+// Buffers: counts are in elements of `dtype`; `send` and `recv` must stay alive and untouched until
+// the Work completes. Layouts:
+//   all_gather:     send = count,          recv = size()*count, rank r's block at r*count
+//   reduce_scatter: send = size()*count,   recv = count, rank r gets the sum of every rank's block r
+//   all_reduce:     send = count,          recv = count (send == recv allowed)
+//   all_to_all:     send = size()*count,   recv = size()*count; block j of rank i lands at block i of j
+//   broadcast:      buf = count on every rank, root's content wins
+// Reductions are sums (fp32 accumulate for bf16). Collectives on one communicator must be issued in
+// the same order on all its ranks; they complete in issue order.
+//
+// Implementations: ThreadCommunicator (ranks as threads in one process, for unit tests),
+// MpiCommunicator (real processes), and a simulated-clock one for the cost model. All three run the
+// same algorithm code (comm/*_ring.cpp and friends) over a point-to-point Transport.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "comm/traffic.hpp"
+#include "core/dtype.hpp"
+
+namespace tz {
+
+struct CommOptions {
+  double timeout_s = 300;           // a collective not done by then fails with a CommError report
+  bool debug_check_sizes = false;   // agree on counts and dtypes before each collective, report by rank
+};
+
+// Handle to a non-blocking collective. wait() blocks until done (yielding, never spinning) and throws
+// CommError on failure or timeout; the report names the op, group, sequence number and missing ranks.
+class Work {
+ public:
+  struct State;
+  Work() = default;  // an already-completed no-op
+  explicit Work(std::shared_ptr<State> state) : state_(std::move(state)) {}
+  void wait();
+  bool done() const;
+
+ private:
+  std::shared_ptr<State> state_;
+};
+
+class Communicator {
+ public:
+  virtual ~Communicator() = default;
+
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  // Tier label used by the traffic ledger and in error reports ("gcd", "node", "world", ...).
+  virtual const std::string& label() const = 0;
+  virtual const CommOptions& options() const = 0;
+  virtual TrafficLedger& ledger() = 0;
+
+  virtual Work all_gather(const void* send, void* recv, std::size_t count, DType dtype) = 0;
+  virtual Work reduce_scatter(const void* send, void* recv, std::size_t count, DType dtype) = 0;
+  virtual Work all_reduce(const void* send, void* recv, std::size_t count, DType dtype) = 0;
+  virtual Work all_to_all(const void* send, void* recv, std::size_t count, DType dtype) = 0;
+  virtual Work broadcast(void* buf, std::size_t count, DType dtype, int root) = 0;
+  virtual Work barrier() = 0;
+
+  // Ranks with equal color form a new communicator, ordered by key (MPI_Comm_split semantics); all
+  // ranks of this communicator must call it. It shares this communicator's ledger.
+  virtual std::unique_ptr<Communicator> split(int color, int key, std::string label) = 0;
+};
+
+}  // namespace tz

@@ -1,0 +1,101 @@
+// A topology is an ordered list of tiers, innermost first (DESIGN section 2). Tier t has a fan-out:
+// how many units of tier t-1 (or ranks, for t = 0) one unit of tier t holds. A rank is a mixed-radix
+// number whose digit t is its coordinate in tier t, innermost digit fastest:
+//   rank = c0 + f0 * (c1 + f1 * (c2 + ...)).
+// The tier-t group of a rank is the set of ranks that differ from it only in coordinate t; a group for
+// a set of tiers S differs only in the coordinates of S. The domain up to tier t is the group for the
+// tiers 0..t (Frontier: the domain up to "node" is the 8 GCDs of one node).
+//
+// Units: bandwidth_gbps is GB/s (1e9 bytes per second) that one rank achieves in a collective confined
+// to that tier; latency_us is the per-message latency of one algorithm step on that tier.
+#pragma once
+
+#include <nlohmann/json_fwd.hpp>
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace tz {
+
+struct Tier {
+  std::string name;
+  int fanout = 1;
+  double bandwidth_gbps = 0;
+  double latency_us = 0;
+  std::string source;  // where the figures come from
+};
+
+// The device every rank drives; used by the cost model. Zeros where a preset does not say.
+struct DeviceSpec {
+  std::string name;
+  double peak_tflops = 0;        // dense bf16 peak per rank
+  double memory_gib = 0;         // memory per rank
+  double memory_bandwidth_gbps = 0;
+  std::string source;
+};
+
+// A set of tiers as a bit mask: bit t = tier t.
+using TierSet = std::uint32_t;
+constexpr TierSet tier_bit(int t) { return TierSet{1} << t; }
+constexpr TierSet tiers_up_to(int t) { return (TierSet{1} << (t + 1)) - 1; }
+
+class Topology {
+ public:
+  // Parses a topology document (see docs/topology.md). `origin` names the file or preset in errors.
+  // An outermost fan-out of "auto" is resolved later by resolve().
+  static Topology from_json(const nlohmann::json& doc, std::string_view origin);
+  // A preset name (`frontier`, `dgx-h100`, `flat`, `frontier-mini`, ...) or a path to a JSON file.
+  static Topology load(std::string_view preset_or_path);
+  static std::vector<std::string> preset_names();
+
+  // Fixes an "auto" outermost fan-out so that the world has `world_size` ranks, and checks that the
+  // fan-outs multiply to `world_size` (an InputError naming the tiers and sizes otherwise).
+  Topology resolve(int world_size) const;
+  // Same, given the number of units of the outermost tier (e.g. nodes).
+  Topology resolve_outer(int outer_fanout) const;
+  bool resolved() const { return !auto_outer_; }
+
+  const std::string& name() const { return name_; }
+  const std::string& description() const { return description_; }
+  int num_tiers() const { return static_cast<int>(tiers_.size()); }
+  const Tier& tier(int t) const;
+  const std::vector<Tier>& tiers() const { return tiers_; }
+  // Index of a tier by name; InputError naming the name and the known tiers if absent.
+  int tier_index(std::string_view name) const;
+  // The tier whose domain is one host (node); -1 if the topology says none (e.g. `flat`).
+  int host_tier() const { return host_tier_; }
+  const DeviceSpec& device() const { return device_; }
+
+  int world_size() const;
+  std::vector<int> coords(int rank) const;
+  int rank_of(const std::vector<int>& coords) const;
+
+  // Size of the group for `tiers` (product of their fan-outs).
+  int group_size(TierSet tiers) const;
+  // Members of rank's group for `tiers`, ordered by group rank (mixed radix over the tiers in S).
+  std::vector<int> group_ranks(int rank, TierSet tiers) const;
+  int group_rank(int rank, TierSet tiers) const;
+  // Identifies the group (same value for all members, distinct across groups): for comm split().
+  int group_color(int rank, TierSet tiers) const;
+  // Human-readable name of a tier set: "gcd+node", "world" for all tiers, "self" for none.
+  std::string tier_set_name(TierSet tiers) const;
+
+  // Checks the host tier against the hostnames the ranks really run on (index = world rank). Two
+  // ranks the topology puts on one node must share a hostname and vice versa; the first violation is
+  // an InputError naming both ranks and hosts, unless `emulate` allows a mismatch on one machine.
+  void check_hosts(const std::vector<std::string>& hostnames, bool emulate) const;
+
+  nlohmann::json to_json() const;
+
+ private:
+  std::string name_;
+  std::string description_;
+  std::vector<Tier> tiers_;
+  int host_tier_ = -1;
+  bool auto_outer_ = false;
+  DeviceSpec device_;
+};
+
+}  // namespace tz
