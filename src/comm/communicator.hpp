@@ -25,13 +25,17 @@
 #include <string>
 
 #include "comm/traffic.hpp"
+#include "comm/transport.hpp"
 #include "core/dtype.hpp"
 
 namespace tz {
 
 struct CommOptions {
-  double timeout_s = 300;           // a collective not done by then fails with a CommError report
-  bool debug_check_sizes = false;   // agree on counts and dtypes before each collective, report by rank
+  double timeout_s = 300;          // a collective not done by then fails with a CommError report
+  bool debug_check_sizes = false;  // agree on counts and dtypes before each collective, report by rank
+  // Large messages are cut into chunks of this many bytes so that receiving, reducing and forwarding
+  // overlap (pipelining). Tests set it small to force the multi-chunk paths with little data.
+  std::size_t chunk_bytes = std::size_t{1} << 20;
 };
 
 // Handle to a non-blocking collective. wait() blocks until done (yielding, never spinning) and throws
@@ -69,6 +73,19 @@ class Communicator {
   // Ranks with equal color form a new communicator, ordered by key (MPI_Comm_split semantics); all
   // ranks of this communicator must call it. It shares this communicator's ledger.
   virtual std::unique_ptr<Communicator> split(int color, int key, std::string label) = 0;
+
+  // Stream ordering across communicators (like cudaStreamWaitEvent): collectives issued on this
+  // communicator after this call start only once `dependency` (usually a Work of another
+  // communicator) has completed; if it failed, they fail too. Mesh composes multi-tier collectives
+  // with it, so every step is issued at call time, in the caller's order, on every rank.
+  virtual void stream_wait(Work dependency) = 0;
 };
+
+// A Communicator over any Transport (threads, MPI, a simulated clock): it runs the collectives of
+// comm/*_ring.cpp and friends in issue order on its own progress thread. `ledger` may be shared by
+// the communicators of one process (split() shares it); a new one is made when it is null.
+std::unique_ptr<Communicator> make_communicator(std::unique_ptr<Transport> transport, std::string label,
+                                                CommOptions options = {},
+                                                std::shared_ptr<TrafficLedger> ledger = nullptr);
 
 }  // namespace tz
