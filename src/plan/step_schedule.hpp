@@ -1,0 +1,118 @@
+// The step schedule: every collective one training step performs, in issue order, with its per-tier
+// steps and the bytes each moves by the ledger convention of comm/traffic.hpp (algorithmic_bytes).
+// This is THE formula: the engine issues exactly these collectives (same order on every rank, so
+// the schedule is the same for every rank; which shard a rank holds is in ShardLayout), its
+// measured ledger equals bytes_per_tier() and the cost model prices the same list.
+//
+// One step (DESIGN section 4), for each micro-batch m = 0..A-1:
+//   forward:  for each range in order.forward: all-gather of the W_fwd shard over W_fwd's domain
+//             (payload = the padded range, compute dtype; qwZ: INT8 codes + fp32 scales). The W_bwd
+//             secondary shard (hpZ) is sliced from the gathered range: no traffic.
+//   backward: for each range in order.backward: all-gather of W_bwd over its domain (never
+//             quantized when it is a secondary partition; qwZ when W_bwd = W_fwd), EXCEPT the
+//             leading acquisitions that mirror the forward tail: backward acquisition j (j <
+//             1 + prefetch_depth) reuses the still-gathered forward buffer when order.backward[0..j]
+//             == reverse of the last j+1 forward acquisitions (the last block and a tied LM head).
+//             After a range's LAST backward acquisition its gradient is reduced into the G shard:
+//             reduce-scatter over G's domain (compute dtype), or qgZ: INT4 all-to-all tier by tier.
+// Step boundary, per range: reduce-scatter G shard -> O shard over (tG, tO] (fp32); all-reduce of
+//   the O-shard gradient over (tO, T-1] (fp32, reduce-scatter inner->outer then all-gather
+//   outer->inner); then scalars: grad-norm sum of squares all-reduced over O's domain, the
+//   non-finite flag over the world; AdamW; then per range the all-gather of the new weights from O
+//   shards to W_fwd shards over (tW_fwd, tO] (compute dtype); finally the loss all-reduced over the
+//   world. Scalars are f64, one element, all-reduced tier by tier inner->outer (a scalar cannot be
+//   split, so each tier step carries the whole 8 bytes).
+//
+// Per-tier steps (mesh.hpp): all-gather outer tier first, reduce-scatter and all-to-all inner tier
+// first; a tier of fan-out 1 contributes no step and a collective over one rank is not listed.
+// For a k-tier all-gather of a shard of c elements (fan-outs f1..fk, inner first) the step on tier
+// i has payload c * f_i * ... * f_k elements and moves (f_i - 1)/f_i of it per rank.
+#pragma once
+
+#include <cstddef>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "comm/traffic.hpp"
+#include "core/dtype.hpp"
+#include "plan/shard_layout.hpp"
+
+namespace tz {
+
+// Bytes of `numel` values block-quantized to `bits` (8 or 4) with `block` values per block: the
+// codes are padded to whole blocks, INT4 packs two values per byte, each block carries one fp32
+// scale: ceil(numel / block) * (ceil(block * bits / 8) + 4). 0 for numel 0.
+std::size_t quantized_bytes(std::size_t numel, int bits, std::size_t block);
+
+// The model's acquisition order: range indices as the forward and the backward pass acquire them
+// (a tied embedding may appear twice). Every range must appear in both.
+struct AcquisitionOrder {
+  std::vector<int> forward;
+  std::vector<int> backward;
+};
+// forward = 0..n-1, backward = n-1..0 (a model without tied ranges).
+AcquisitionOrder sequential_order(int num_ranges);
+
+enum class StepPhase : std::uint8_t { forward, backward, boundary, scalar };
+std::string_view step_phase_name(StepPhase p);
+
+enum class CollectivePurpose : std::uint8_t {
+  weight_gather_fwd,     // W_fwd all-gather before a range's forward
+  weight_gather_bwd,     // W_bwd all-gather before a range's backward
+  grad_reduce,           // a range's gradient into the G shard (per micro-batch)
+  grad_boundary_reduce,  // G shard -> O shard over (tG, tO]
+  grad_replica_reduce,   // O-shard gradient all-reduce over (tO, T-1]
+  weight_refresh,        // updated weights from O shards to W_fwd shards over (tW_fwd, tO]
+  grad_norm,             // scalar: sum of squares over O's domain
+  nonfinite_flag,        // scalar: any rank saw inf/NaN, over the world
+  loss_sum,              // scalar: loss over the world
+};
+std::string_view collective_purpose_name(CollectivePurpose p);
+
+// One single-tier collective of a (possibly hierarchical) collective.
+struct TierStep {
+  CollectiveKind kind = CollectiveKind::all_gather;  // single-tier kind
+  int tier = 0;
+  int group_size = 1;             // the tier's fan-out
+  std::size_t payload_bytes = 0;  // as traffic.hpp defines the payload for this kind
+  double bytes = 0;               // algorithmic_bytes(kind, payload_bytes, group_size) per rank
+};
+
+struct ScheduledCollective {
+  StepPhase phase = StepPhase::forward;
+  CollectivePurpose purpose = CollectivePurpose::weight_gather_fwd;
+  int micro_batch = -1;  // 0..A-1 in forward/backward, -1 at the boundary and for scalars
+  int range = -1;        // index into the range table, -1 for scalars
+  CollectiveKind kind = CollectiveKind::all_gather;  // all_to_all = qgZ reduction
+  TierSet tiers = 0;
+  DType dtype = DType::f32;  // element type of the data (the u8 codes travel when quant_bits > 0)
+  int quant_bits = 0;        // 0, 8 (qwZ) or 4 (qgZ)
+  std::size_t count = 0;     // elements per rank as the Mesh call takes it (one shard; all-reduce: all)
+  std::vector<TierStep> steps;
+  double bytes() const;  // sum of the steps
+};
+
+class StepSchedule {
+ public:
+  StepSchedule(const ShardLayout& layout, const AcquisitionOrder& order);
+
+  const std::vector<ScheduledCollective>& collectives() const { return collectives_; }
+  // Backward acquisitions served by the forward's last buffers (per micro-batch; same each time).
+  int reused_in_backward() const { return reused_; }
+
+  // Bytes per rank per step keyed by tier name; every tier of the topology is present (0 if idle).
+  std::map<std::string, double> bytes_per_tier() const;
+  std::map<std::string, double> bytes_per_tier(StepPhase phase) const;
+  double total_bytes() const;
+  // A table: one row per collective kind/purpose aggregated, then bytes per tier.
+  std::string describe(const Topology& topo) const;
+
+ private:
+  std::vector<std::string> tier_names_;
+  std::vector<ScheduledCollective> collectives_;
+  int reused_ = 0;
+};
+
+}  // namespace tz
