@@ -69,11 +69,13 @@ struct PlanOptions {
 
 // Preset parameters. mics/hsdp: the partition group is the domain up to `partition_tier`, or the
 // domain whose size is `partition_size` (one of them; neither = the host tier). zeropp: `hpz`
-// puts W_bwd on the host tier (the innermost tier when the topology names no host tier).
+// puts W_bwd on the host tier (the innermost tier when the topology names no host tier), or on the
+// domain of `hpz_partition_size` ranks when that is given (DeepSpeed's zero_hpz_partition_size).
 struct PresetArgs {
   std::string partition_tier;
   int partition_size = 0;
   bool hpz = true;
+  int hpz_partition_size = 0;
 };
 
 class PartitionPlan {
@@ -122,11 +124,15 @@ std::string placement_name(const Topology& topo, int tier);
 // Parses a placement: a tier name, "world" (the outermost tier, unless a tier is named so),
 // "replicated" or "none". InputError naming `what`, the value and the known tiers otherwise.
 int parse_placement(const Topology& topo, std::string_view value, std::string_view what);
+// The smallest tier whose domain has `size` ranks (1 -> -1, replicated); InputError naming `what`,
+// the size and the topology's domain sizes when none has it.
+int tier_of_domain_size(const Topology& topo, int size, std::string_view what);
 
 // What a user writes (JSON keys or CLI options): an optional preset, per-state overrides, options.
 // Unset fields keep the preset's value. Without a preset the base is ddp (all replicated). Setting
 // W_fwd without W_bwd puts W_bwd on W_fwd's tier (no secondary partition); "W" sets both.
 struct PlanSpec {
+  std::string name;    // "" = the preset's name ("custom" without a preset; "<preset>*" if modified)
   std::string preset;  // "" = none
   PresetArgs preset_args;
   bool hpz_given = false;  // preset_args.hpz was set explicitly (only zeropp takes it)
@@ -136,9 +142,10 @@ struct PlanSpec {
   std::optional<DTypeMode> dtype_mode;
 };
 
-// JSON keys: "preset", "partition_tier", "partition_size", "hpz", "W", "W_fwd", "W_bwd", "G", "O",
-// "qwz", "qgz", "quant_block", "prefetch_depth", "gradient_accumulation_steps",
-// "micro_batch_size", "dtype" ("bf16" | "fp32"). Unknown keys are errors naming the key.
+// JSON keys: "name", "preset", "partition_tier", "partition_size", "hpz", "hpz_partition_size", "W",
+// "W_fwd", "W_bwd", "G", "O", "qwz", "qgz", "quant_block", "prefetch_depth",
+// "gradient_accumulation_steps", "micro_batch_size", "dtype" ("bf16" | "fp32"). Unknown keys are
+// errors naming the key.
 PlanSpec plan_spec_from_json(const nlohmann::json& doc, std::string_view origin);
 DTypeMode parse_dtype_mode(std::string_view value, std::string_view what);
 // Builds and validates the plan the spec describes over `topo`.

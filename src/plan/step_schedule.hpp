@@ -90,7 +90,7 @@ struct ScheduledCollective {
   DType dtype = DType::f32;  // element type of the data (the u8 codes travel when quant_bits > 0)
   int quant_bits = 0;        // 0, 8 (qwZ) or 4 (qgZ)
   std::size_t count = 0;     // elements per rank as the Mesh call takes it (one shard; all-reduce: all)
-  std::vector<TierStep> steps;
+  std::vector<TierStep> steps = {};
   double bytes() const;  // sum of the steps
 };
 
