@@ -1,0 +1,35 @@
+// Token + position embedding. Forward reads one row of wte per token and the row of wpe for its
+// position; backward scatters the output gradient back into those rows (B*T*C adds each way).
+#include "core/error.hpp"
+#include "model/layers.hpp"
+#include "model/thread_pool.hpp"
+
+namespace tz {
+
+void encoder_forward(float* out, const std::int32_t* tokens, const float* wte, const float* wpe, int B, int T,
+                     int C) {
+  parallel_for(static_cast<std::size_t>(B) * T, 64, [&](std::size_t begin, std::size_t end) {
+    for (std::size_t i = begin; i < end; ++i) {
+      const float* e = wte + static_cast<std::size_t>(tokens[i]) * C;
+      const float* p = wpe + (i % T) * C;
+      float* o = out + i * C;
+      for (int c = 0; c < C; ++c) o[c] = e[c] + p[c];
+    }
+  });
+}
+
+void encoder_backward(float* dwte, float* dwpe, const float* dout, const std::int32_t* tokens, int B, int T,
+                      int C) {
+  // Rows with the same token (or position) add into one row: serial over rows, vectorized over C.
+  for (std::size_t i = 0; i < static_cast<std::size_t>(B) * T; ++i) {
+    float* e = dwte + static_cast<std::size_t>(tokens[i]) * C;
+    float* p = dwpe + (i % T) * C;
+    const float* d = dout + i * C;
+    for (int c = 0; c < C; ++c) {
+      e[c] += d[c];
+      p[c] += d[c];
+    }
+  }
+}
+
+}  // namespace tz

@@ -1,0 +1,83 @@
+// GELU, tanh approximation (GPT-2's "gelu_new"):
+//   y = 0.5 x (1 + tanh(u)),  u = s (x + k x^3),  s = sqrt(2/pi), k = 0.044715
+//   dy/dx = 0.5 (1 + tanh u) + 0.5 x (1 - tanh^2 u) s (1 + 3 k x^2)
+// Elementwise over n floats; the fast path evaluates tanh with an AVX2 exp (simd.hpp) on all threads.
+#include <cmath>
+
+#include "model/layers.hpp"
+#include "model/simd.hpp"
+#include "model/thread_pool.hpp"
+
+namespace tz {
+namespace {
+
+constexpr float kS = 0.7978845608028654f;  // sqrt(2/pi)
+constexpr float kK = 0.044715f;
+
+TZ_AVX2 void gelu_forward_avx2(float* out, const float* inp, long n) {
+  const __m256 s = _mm256_set1_ps(kS), k = _mm256_set1_ps(kK), half = _mm256_set1_ps(0.5f),
+               one = _mm256_set1_ps(1.f);
+  long i = 0;
+  for (; i + 8 <= n; i += 8) {
+    __m256 x = _mm256_loadu_ps(inp + i);
+    __m256 x3 = _mm256_mul_ps(_mm256_mul_ps(x, x), x);
+    __m256 t = simd::tanh256(_mm256_mul_ps(s, _mm256_fmadd_ps(k, x3, x)));
+    _mm256_storeu_ps(out + i, _mm256_mul_ps(_mm256_mul_ps(half, x), _mm256_add_ps(one, t)));
+  }
+  if (i < n) gelu_forward_ref(out + i, inp + i, n - i);
+}
+
+TZ_AVX2 void gelu_backward_avx2(float* dinp, const float* inp, const float* dout, long n) {
+  const __m256 s = _mm256_set1_ps(kS), k = _mm256_set1_ps(kK), k3 = _mm256_set1_ps(3 * kK),
+               half = _mm256_set1_ps(0.5f), one = _mm256_set1_ps(1.f);
+  long i = 0;
+  for (; i + 8 <= n; i += 8) {
+    __m256 x = _mm256_loadu_ps(inp + i);
+    __m256 x2 = _mm256_mul_ps(x, x);
+    __m256 t = simd::tanh256(_mm256_mul_ps(s, _mm256_fmadd_ps(_mm256_mul_ps(k, x2), x, x)));
+    __m256 sech2 = _mm256_fnmadd_ps(t, t, one);
+    __m256 du = _mm256_mul_ps(s, _mm256_fmadd_ps(k3, x2, one));
+    __m256 g = _mm256_fmadd_ps(_mm256_mul_ps(half, x), _mm256_mul_ps(sech2, du),
+                               _mm256_mul_ps(half, _mm256_add_ps(one, t)));
+    _mm256_storeu_ps(dinp + i, _mm256_mul_ps(g, _mm256_loadu_ps(dout + i)));
+  }
+  if (i < n) gelu_backward_ref(dinp + i, inp + i, dout + i, n - i);
+}
+
+}  // namespace
+
+void gelu_forward_ref(float* out, const float* inp, long n) {
+  for (long i = 0; i < n; ++i) {
+    float x = inp[i];
+    out[i] = 0.5f * x * (1.0f + std::tanh(kS * (x + kK * x * x * x)));
+  }
+}
+
+void gelu_backward_ref(float* dinp, const float* inp, const float* dout, long n) {
+  for (long i = 0; i < n; ++i) {
+    float x = inp[i];
+    float t = std::tanh(kS * (x + kK * x * x * x));
+    float g = 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * kS * (1.0f + 3.0f * kK * x * x);
+    dinp[i] = g * dout[i];
+  }
+}
+
+void gelu_forward(float* out, const float* inp, long n) {
+  parallel_for(static_cast<std::size_t>(n), 1 << 14, [&](std::size_t b, std::size_t e) {
+    if (simd::have_avx2_fma())
+      gelu_forward_avx2(out + b, inp + b, static_cast<long>(e - b));
+    else
+      gelu_forward_ref(out + b, inp + b, static_cast<long>(e - b));
+  });
+}
+
+void gelu_backward(float* dinp, const float* inp, const float* dout, long n) {
+  parallel_for(static_cast<std::size_t>(n), 1 << 14, [&](std::size_t b, std::size_t e) {
+    if (simd::have_avx2_fma())
+      gelu_backward_avx2(dinp + b, inp + b, dout + b, static_cast<long>(e - b));
+    else
+      gelu_backward_ref(dinp + b, inp + b, dout + b, static_cast<long>(e - b));
+  });
+}
+
+}  // namespace tz

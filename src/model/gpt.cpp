@@ -1,0 +1,169 @@
+#include "model/gpt.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "core/error.hpp"
+#include "model/layers.hpp"
+#include "model/thread_pool.hpp"
+
+namespace tz {
+
+Gpt::Gpt(const GptConfig& config, int B, int T, GptOptions options)
+    : layout_(config), B_(B), T_(T), options_(options) {
+  if (B <= 0 || T <= 0) fail_input("model: batch ({}) and sequence length ({}) must be positive", B, T);
+  if (T > config.n_positions)
+    fail_input("model: sequence length {} exceeds n_positions {} of the model config", T, config.n_positions);
+  set_kernel_threads(options.threads);
+  const std::size_t N = static_cast<std::size_t>(B) * T, C = config.n_embd, L = config.n_layer,
+                    V = config.vocab_size, H = config.n_head;
+  const std::size_t per_block = N * (C + 3 * C + C + C + C + 4 * C + 4 * C) + 4 * N + B * H * T * T;
+  const std::size_t kept_blocks = options.recompute ? 1 : L;
+  const std::size_t total = (L + 1) * N * C + kept_blocks * per_block + N * C + 2 * N + 2 * N * V + N +
+                            N * C + N * C + 3 * N * C + N * C + 4 * N * C;
+  acts_.assign(total, 0.0f);
+  float* p = acts_.data();
+  auto take = [&](std::size_t n) {
+    float* r = p;
+    p += n;
+    return r;
+  };
+  for (std::size_t l = 0; l <= L; ++l) x_in_.push_back(take(N * C));
+  for (std::size_t l = 0; l < kept_blocks; ++l) {
+    BlockActs a;
+    a.ln1 = take(N * C);
+    a.ln1_mean = take(N);
+    a.ln1_rstd = take(N);
+    a.qkv = take(3 * N * C);
+    a.att = take(B * H * T * T);
+    a.atty = take(N * C);
+    a.res2 = take(N * C);
+    a.ln2 = take(N * C);
+    a.ln2_mean = take(N);
+    a.ln2_rstd = take(N);
+    a.fch = take(4 * N * C);
+    a.fch_gelu = take(4 * N * C);
+    blocks_.push_back(a);
+  }
+  lnf_ = take(N * C);
+  lnf_mean_ = take(N);
+  lnf_rstd_ = take(N);
+  logits_ = take(N * V);
+  probs_ = take(N * V);
+  losses_ = take(N);
+  dres_ = take(N * C);
+  dln_ = take(N * C);
+  dqkv_ = take(3 * N * C);
+  datty_ = take(N * C);
+  dfch_ = take(4 * N * C);
+  TZ_CHECK_EQ(static_cast<std::size_t>(p - acts_.data()), total);
+  tokens_.resize(N);
+  targets_.resize(N);
+}
+
+void Gpt::block_forward(const BlockView<const float>& w, const float* x_in, const BlockActs& a,
+                        float* x_out) {
+  const int N = B_ * T_, C = config().n_embd, H = config().n_head;
+  layernorm_forward(a.ln1, a.ln1_mean, a.ln1_rstd, x_in, w.ln1_w, w.ln1_b, N, C);
+  matmul_forward(a.qkv, a.ln1, w.qkv_w, w.qkv_b, N, C, 3 * C);
+  attention_forward(a.atty, a.att, a.qkv, B_, T_, C, H);
+  matmul_forward(a.res2, a.atty, w.attn_proj_w, w.attn_proj_b, N, C, C);
+  residual_forward(a.res2, a.res2, x_in, static_cast<long>(N) * C);
+  layernorm_forward(a.ln2, a.ln2_mean, a.ln2_rstd, a.res2, w.ln2_w, w.ln2_b, N, C);
+  matmul_forward(a.fch, a.ln2, w.fc_w, w.fc_b, N, C, 4 * C);
+  gelu_forward(a.fch_gelu, a.fch, static_cast<long>(N) * 4 * C);
+  if (x_out) {
+    matmul_forward(x_out, a.fch_gelu, w.mlp_proj_w, w.mlp_proj_b, N, 4 * C, C);
+    residual_forward(x_out, x_out, a.res2, static_cast<long>(N) * C);
+  }
+}
+
+float Gpt::forward(ParamSource& params, const std::int32_t* tokens, const std::int32_t* targets) {
+  const GptConfig& c = config();
+  const int N = B_ * T_, C = c.n_embd, V = c.vocab_size, L = c.n_layer;
+  for (int i = 0; i < N; ++i) {
+    TZ_CHECK(tokens[i] >= 0 && tokens[i] < V, "token {} at {} outside vocabulary {}", tokens[i], i, V);
+    tokens_[i] = tokens[i];
+    targets_[i] = targets ? targets[i] : 0;
+  }
+  have_targets_ = targets != nullptr;
+  set_kernel_threads(options_.threads);
+
+  const int E = ParameterLayout::embeddings_range(), F = layout_.final_ln_range();
+  auto emb = embedding_view(layout_, params.acquire_params(E));
+  encoder_forward(x_in_[0], tokens_.data(), emb.wte, emb.wpe, B_, T_, C);
+  params.release_params(E);
+
+  for (int l = 0; l < L; ++l) {
+    const int r = ParameterLayout::block_range(l);
+    auto w = block_view(layout_, params.acquire_params(r));
+    block_forward(w, x_in_[l], acts_for(l), x_in_[l + 1]);
+    params.release_params(r);
+  }
+
+  auto lnf = final_ln_view(layout_, params.acquire_params(F));
+  layernorm_forward(lnf_, lnf_mean_, lnf_rstd_, x_in_[L], lnf.w, lnf.b, N, C);
+  params.release_params(F);
+
+  emb = embedding_view(layout_, params.acquire_params(E));
+  matmul_forward(logits_, lnf_, emb.wte, nullptr, N, C, V);
+  float loss = std::numeric_limits<float>::quiet_NaN();
+  if (targets)
+    loss = static_cast<float>(softmax_cross_entropy_forward(losses_, probs_, logits_, targets_.data(), N, V));
+  params.release_params(E);
+  return loss;
+}
+
+void Gpt::block_backward(const BlockView<const float>& w, const BlockView<float>& g, const float* x_in,
+                         const BlockActs& a) {
+  const int N = B_ * T_, C = config().n_embd, H = config().n_head;
+  // MLP half: x_out = res2 + mlp_proj(gelu(fc(ln_2(res2)))); dres holds d x_out.
+  matmul_backward(dfch_, g.mlp_proj_w, g.mlp_proj_b, dres_, a.fch_gelu, w.mlp_proj_w, N, 4 * C, C);
+  gelu_backward(dfch_, a.fch, dfch_, static_cast<long>(N) * 4 * C);
+  matmul_backward(dln_, g.fc_w, g.fc_b, dfch_, a.ln2, w.fc_w, N, C, 4 * C);
+  layernorm_backward(dres_, g.ln2_w, g.ln2_b, dln_, a.res2, w.ln2_w, a.ln2_mean, a.ln2_rstd, N, C);
+  // Attention half: res2 = x_in + proj(attn(qkv(ln_1(x_in)))); dres now holds d res2.
+  matmul_backward(datty_, g.attn_proj_w, g.attn_proj_b, dres_, a.atty, w.attn_proj_w, N, C, C);
+  attention_backward(dqkv_, datty_, a.qkv, a.att, B_, T_, C, H);
+  matmul_backward(dln_, g.qkv_w, g.qkv_b, dqkv_, a.ln1, w.qkv_w, N, C, 3 * C);
+  layernorm_backward(dres_, g.ln1_w, g.ln1_b, dln_, x_in, w.ln1_w, a.ln1_mean, a.ln1_rstd, N, C);
+}
+
+void Gpt::backward(ParamSource& params, float grad_scale) {
+  TZ_CHECK(have_targets_, "backward needs a forward with targets");
+  const GptConfig& c = config();
+  const int N = B_ * T_, C = c.n_embd, V = c.vocab_size, L = c.n_layer;
+  const int E = ParameterLayout::embeddings_range(), F = layout_.final_ln_range();
+  set_kernel_threads(options_.threads);
+
+  // LM head: logits = lnf wte^T. dlogits reuses the logits buffer.
+  float* dlogits = logits_;
+  softmax_cross_entropy_backward(dlogits, probs_, targets_.data(), grad_scale / static_cast<float>(N), N, V);
+  auto emb = embedding_view(layout_, params.acquire_params(E));
+  auto demb = embedding_view(layout_, params.grad_buffer(E));
+  matmul_backward(dln_, demb.wte, nullptr, dlogits, lnf_, emb.wte, N, C, V);
+  params.release_params(E);
+
+  auto lnf = final_ln_view(layout_, params.acquire_params(F));
+  auto dlnf = final_ln_view(layout_, params.grad_buffer(F));
+  std::fill(dres_, dres_ + static_cast<std::size_t>(N) * C, 0.0f);
+  layernorm_backward(dres_, dlnf.w, dlnf.b, dln_, x_in_[L], lnf.w, lnf_mean_, lnf_rstd_, N, C);
+  params.release_params(F);
+  params.grads_ready(F);
+
+  for (int l = L - 1; l >= 0; --l) {
+    const int r = ParameterLayout::block_range(l);
+    auto w = block_view(layout_, params.acquire_params(r));
+    auto g = block_view(layout_, params.grad_buffer(r));
+    if (options_.recompute) block_forward(w, x_in_[l], acts_for(l), nullptr);
+    block_backward(w, g, x_in_[l], acts_for(l));
+    params.release_params(r);
+    params.grads_ready(r);
+  }
+
+  encoder_backward(demb.wte, demb.wpe, dres_, tokens_.data(), B_, T_, C);
+  params.grads_ready(E);
+}
+
+}  // namespace tz

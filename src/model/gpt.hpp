@@ -1,0 +1,66 @@
+// The GPT-2 model on CPU (issue 4): token + position embedding, L pre-LayerNorm blocks
+//   x = x + proj(attn(ln_1(x)));  x = x + mlp_proj(gelu(fc(ln_2(x))))
+// final LayerNorm, LM head tied to wte, mean cross-entropy over the B*T positions.
+// The model owns activations for a fixed (B, T) and nothing else: parameters and gradients come
+// range by range through a ParamSource (param_source.hpp documents the exact call order).
+// With recompute on, only each block's input (B, T, C) is kept; backward recomputes the block's
+// activations right after acquiring its range (one extra block forward per block).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "model/gpt_config.hpp"
+#include "model/param_source.hpp"
+#include "model/parameter_layout.hpp"
+
+namespace tz {
+
+struct GptOptions {
+  int threads = 1;         // kernel and OpenBLAS threads (set_kernel_threads)
+  bool recompute = false;  // activation recomputation per block
+};
+
+class Gpt {
+ public:
+  Gpt(const GptConfig& config, int B, int T, GptOptions options = {});
+
+  const GptConfig& config() const { return layout_.config(); }
+  const ParameterLayout& layout() const { return layout_; }
+  int batch() const { return B_; }
+  int seq() const { return T_; }
+  // Floats held for activations and backward scratch.
+  std::size_t activation_floats() const { return acts_.size(); }
+
+  // Forward over tokens (B, T). With targets (B, T) returns the mean loss; without, returns NaN and
+  // only the logits are valid. Token and target ids must lie in [0, vocab_size) (InternalError else).
+  float forward(ParamSource& params, const std::int32_t* tokens, const std::int32_t* targets);
+  // Backward of the last forward (which had targets): grad_buffer(r) += d(loss * grad_scale)/d params.
+  void backward(ParamSource& params, float grad_scale = 1.0f);
+  // (B, T, V) logits of the last forward; overwritten by backward.
+  const float* logits() const { return logits_; }
+  const float* losses() const { return losses_; }  // (B, T) per-position losses of the last forward
+
+ private:
+  struct BlockActs {
+    float *ln1, *ln1_mean, *ln1_rstd, *qkv, *att, *atty, *res2, *ln2, *ln2_mean, *ln2_rstd, *fch, *fch_gelu;
+  };
+  void block_forward(const BlockView<const float>& w, const float* x_in, const BlockActs& a, float* x_out);
+  void block_backward(const BlockView<const float>& w, const BlockView<float>& g, const float* x_in,
+                      const BlockActs& a);
+  const BlockActs& acts_for(int layer) const { return blocks_[options_.recompute ? 0 : layer]; }
+
+  ParameterLayout layout_;
+  int B_, T_;
+  GptOptions options_;
+  std::vector<float> acts_;
+  std::vector<float*> x_in_;  // L + 1 residual streams: input of block l; x_in_[L] feeds ln_f
+  std::vector<BlockActs> blocks_;
+  float *lnf_, *lnf_mean_, *lnf_rstd_, *logits_, *probs_, *losses_;
+  float *dres_, *dln_, *dqkv_, *datty_, *dfch_;  // backward scratch
+  std::vector<std::int32_t> tokens_, targets_;
+  bool have_targets_ = false;
+};
+
+}  // namespace tz

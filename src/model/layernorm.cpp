@@ -1,0 +1,151 @@
+// LayerNorm over the last dimension (C) of N rows, eps = 1e-5:
+//   mean = sum(x)/C, rstd = 1/sqrt(sum((x-mean)^2)/C + eps), n = (x-mean) rstd, y = n w + b.
+// Backward, with g = dy w:  dx += rstd (g - mean(g) - n mean(g n)),  dw += dy n,  db += dy.
+// The fast path splits rows over the kernel threads; the weight gradients are summed per thread into
+// a scratch and added once, so the result does not depend on how rows were split.
+#include <cmath>
+#include <vector>
+
+#include "model/layers.hpp"
+#include "model/simd.hpp"
+#include "model/thread_pool.hpp"
+
+namespace tz {
+namespace {
+
+constexpr float kEps = 1e-5f;
+
+TZ_AVX2 void ln_forward_rows(float* out, float* mean, float* rstd, const float* inp, const float* w,
+                             const float* b, std::size_t r0, std::size_t r1, int C) {
+  for (std::size_t r = r0; r < r1; ++r) {
+    const float* x = inp + r * C;
+    float* y = out + r * C;
+    __m256 acc = _mm256_setzero_ps();
+    int c = 0;
+    for (; c + 8 <= C; c += 8) acc = _mm256_add_ps(acc, _mm256_loadu_ps(x + c));
+    float s = simd::hsum256(acc);
+    for (; c < C; ++c) s += x[c];
+    const float m = s / C;
+    const __m256 vm = _mm256_set1_ps(m);
+    acc = _mm256_setzero_ps();
+    for (c = 0; c + 8 <= C; c += 8) {
+      __m256 d = _mm256_sub_ps(_mm256_loadu_ps(x + c), vm);
+      acc = _mm256_fmadd_ps(d, d, acc);
+    }
+    float v = simd::hsum256(acc);
+    for (; c < C; ++c) v += (x[c] - m) * (x[c] - m);
+    const float rs = 1.0f / std::sqrt(v / C + kEps);
+    for (c = 0; c < C; ++c) y[c] = (x[c] - m) * rs * w[c] + b[c];
+    mean[r] = m;
+    rstd[r] = rs;
+  }
+}
+
+TZ_AVX2 void ln_backward_rows(float* dinp, float* dw, float* db, const float* dout, const float* inp,
+                              const float* w, const float* mean, const float* rstd, std::size_t r0,
+                              std::size_t r1, int C) {
+  for (std::size_t r = r0; r < r1; ++r) {
+    const float* dy = dout + r * C;
+    const float* x = inp + r * C;
+    float* dx = dinp + r * C;
+    const float m = mean[r], rs = rstd[r];
+    const __m256 vm = _mm256_set1_ps(m), vrs = _mm256_set1_ps(rs);
+    __m256 acc_g = _mm256_setzero_ps(), acc_gn = _mm256_setzero_ps();
+    int c = 0;
+    for (; c + 8 <= C; c += 8) {
+      __m256 n = _mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(x + c), vm), vrs);
+      __m256 g = _mm256_mul_ps(_mm256_loadu_ps(dy + c), _mm256_loadu_ps(w + c));
+      acc_g = _mm256_add_ps(acc_g, g);
+      acc_gn = _mm256_fmadd_ps(g, n, acc_gn);
+    }
+    float sg = simd::hsum256(acc_g), sgn = simd::hsum256(acc_gn);
+    for (; c < C; ++c) {
+      float n = (x[c] - m) * rs, g = dy[c] * w[c];
+      sg += g;
+      sgn += g * n;
+    }
+    const float mg = sg / C, mgn = sgn / C;
+    for (c = 0; c < C; ++c) {
+      float n = (x[c] - m) * rs;
+      float g = dy[c] * w[c];
+      dx[c] += rs * (g - mg - n * mgn);
+      dw[c] += dy[c] * n;
+      db[c] += dy[c];
+    }
+  }
+}
+
+}  // namespace
+
+void layernorm_forward_ref(float* out, float* mean, float* rstd, const float* inp, const float* weight,
+                           const float* bias, int N, int C) {
+  for (int r = 0; r < N; ++r) {
+    const float* x = inp + static_cast<std::size_t>(r) * C;
+    float s = 0;
+    for (int c = 0; c < C; ++c) s += x[c];
+    float m = s / C, v = 0;
+    for (int c = 0; c < C; ++c) v += (x[c] - m) * (x[c] - m);
+    float rs = 1.0f / std::sqrt(v / C + kEps);
+    for (int c = 0; c < C; ++c)
+      out[static_cast<std::size_t>(r) * C + c] = (x[c] - m) * rs * weight[c] + bias[c];
+    mean[r] = m;
+    rstd[r] = rs;
+  }
+}
+
+void layernorm_backward_ref(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
+                            const float* weight, const float* mean, const float* rstd, int N, int C) {
+  for (int r = 0; r < N; ++r) {
+    const float* dy = dout + static_cast<std::size_t>(r) * C;
+    const float* x = inp + static_cast<std::size_t>(r) * C;
+    float sg = 0, sgn = 0;
+    for (int c = 0; c < C; ++c) {
+      float n = (x[c] - mean[r]) * rstd[r];
+      sg += dy[c] * weight[c];
+      sgn += dy[c] * weight[c] * n;
+    }
+    sg /= C;
+    sgn /= C;
+    for (int c = 0; c < C; ++c) {
+      float n = (x[c] - mean[r]) * rstd[r];
+      dinp[static_cast<std::size_t>(r) * C + c] += rstd[r] * (dy[c] * weight[c] - sg - n * sgn);
+      dweight[c] += dy[c] * n;
+      dbias[c] += dy[c];
+    }
+  }
+}
+
+void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, const float* weight,
+                       const float* bias, int N, int C) {
+  if (!simd::have_avx2_fma()) return layernorm_forward_ref(out, mean, rstd, inp, weight, bias, N, C);
+  parallel_for(N, 16, [&](std::size_t r0, std::size_t r1) {
+    ln_forward_rows(out, mean, rstd, inp, weight, bias, r0, r1, C);
+  });
+}
+
+void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
+                        const float* weight, const float* mean, const float* rstd, int N, int C) {
+  if (!simd::have_avx2_fma())
+    return layernorm_backward_ref(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C);
+  // Fixed split into `parts` row ranges, each with its own weight-gradient partial sums.
+  const int parts = std::min(kernel_threads(), std::max(1, N / 16));
+  thread_local std::vector<float> partial;
+  partial.assign(static_cast<std::size_t>(parts) * 2 * C, 0.0f);
+  float* partial_base = partial.data();  // thread_local: workers must not name `partial` themselves
+  parallel_for(parts, 1, [&](std::size_t p0, std::size_t p1) {
+    for (std::size_t p = p0; p < p1; ++p) {
+      std::size_t r0 = N * p / parts, r1 = N * (p + 1) / parts;
+      float* pw = partial_base + p * 2 * C;
+      ln_backward_rows(dinp, pw, pw + C, dout, inp, weight, mean, rstd, r0, r1, C);
+    }
+  });
+  for (int p = 0; p < parts; ++p) {
+    const float* pw = partial.data() + static_cast<std::size_t>(p) * 2 * C;
+    for (int c = 0; c < C; ++c) {
+      dweight[c] += pw[c];
+      dbias[c] += pw[C + c];
+    }
+  }
+}
+
+}  // namespace tz

@@ -1,0 +1,100 @@
+// The GPT layers as plain functions (llm.c style): outputs first, then inputs, then sizes; a shape
+// comment beside each buffer. All fp32. N = B*T rows, C channels, OC output channels, V vocabulary,
+// H heads, hs = C/H head size. Conventions for backward:
+//   - parameter gradients (dweight, dbias, dwte, ...) are ACCUMULATED (+=);
+//   - input gradients are OVERWRITTEN (=), except where a function says it accumulates.
+// Each function that has a fast path (BLAS, AVX2, threads) has a plain *_ref twin with the same
+// contract; the tests compare them and check the _ref versions by finite differences.
+#pragma once
+
+#include <cstdint>
+
+namespace tz {
+
+// ---- token + position embedding (encoder.cpp) ----
+// out[b,t,:] = wte[tokens[b,t],:] + wpe[t,:]
+void encoder_forward(float* out,                  // (B, T, C)
+                     const std::int32_t* tokens,  // (B, T)
+                     const float* wte,            // (V, C)
+                     const float* wpe,            // (P, C), P >= T
+                     int B, int T, int C);
+// dwte[tokens[b,t],:] += dout[b,t,:]; dwpe[t,:] += sum_b dout[b,t,:]
+void encoder_backward(float* dwte, float* dwpe, const float* dout, const std::int32_t* tokens, int B, int T,
+                      int C);
+
+// ---- LayerNorm (layernorm.cpp) ----
+// out = (inp - mean) * rstd * weight + bias, per row; eps = 1e-5 (PyTorch's default).
+void layernorm_forward(float* out,           // (N, C)
+                       float* mean,          // (N)
+                       float* rstd,          // (N)
+                       const float* inp,     // (N, C)
+                       const float* weight,  // (C)
+                       const float* bias,    // (C)
+                       int N, int C);
+// dinp is ACCUMULATED (+=): the LayerNorm input is the residual stream, whose gradient sums.
+void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
+                        const float* weight, const float* mean, const float* rstd, int N, int C);
+void layernorm_forward_ref(float* out, float* mean, float* rstd, const float* inp, const float* weight,
+                           const float* bias, int N, int C);
+void layernorm_backward_ref(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
+                            const float* weight, const float* mean, const float* rstd, int N, int C);
+
+// ---- linear layer (matmul.cpp) ----
+// out = inp weight^T + bias (weight stored (OC, C) as nn.Linear); bias may be null.
+void matmul_forward(float* out,           // (N, OC)
+                    const float* inp,     // (N, C)
+                    const float* weight,  // (OC, C)
+                    const float* bias,    // (OC) or null
+                    int N, int C, int OC);
+// dinp = dout weight (overwritten); dweight += dout^T inp; dbias += column sums of dout (if non-null).
+void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
+                     const float* weight, int N, int C, int OC);
+void matmul_forward_ref(float* out, const float* inp, const float* weight, const float* bias, int N, int C,
+                        int OC);
+void matmul_backward_ref(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
+                         const float* weight, int N, int C, int OC);
+
+// ---- causal multi-head self-attention (attention.cpp) ----
+// qkv rows hold [q | k | v], each C wide, head h at columns h*hs .. h*hs+hs-1 of its part.
+// att[b,h,t,:] = softmax over s <= t of q_t . k_s / sqrt(hs) (entries s > t are unspecified);
+// out[b,t,h*hs:] = sum_s att[b,h,t,s] v_s.
+void attention_forward(float* out,        // (B, T, C)
+                       float* att,        // (B, H, T, T) softmax probabilities, kept for backward
+                       const float* qkv,  // (B, T, 3C)
+                       int B, int T, int C, int H);
+// dqkv overwritten.
+void attention_backward(float* dqkv,        // (B, T, 3C)
+                        const float* dout,  // (B, T, C)
+                        const float* qkv,   // (B, T, 3C)
+                        const float* att,   // (B, H, T, T)
+                        int B, int T, int C, int H);
+void attention_forward_ref(float* out, float* att, const float* qkv, int B, int T, int C, int H);
+void attention_backward_ref(float* dqkv, const float* dout, const float* qkv, const float* att, int B, int T,
+                            int C, int H);
+
+// ---- GELU, tanh form (gelu.cpp) ----
+// out = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
+void gelu_forward(float* out, const float* inp, long n);
+void gelu_backward(float* dinp, const float* inp, const float* dout, long n);  // dinp overwritten
+void gelu_forward_ref(float* out, const float* inp, long n);
+void gelu_backward_ref(float* dinp, const float* inp, const float* dout, long n);
+
+// ---- residual add (residual.cpp) ----
+void residual_forward(float* out, const float* a, const float* b, long n);  // out = a + b
+
+// ---- softmax + cross-entropy, fused (cross_entropy.cpp) ----
+// probs = softmax(logits) per row; losses[i] = -log probs[i, targets[i]]. Returns the mean loss (fp64 sum).
+double softmax_cross_entropy_forward(float* losses,                // (N)
+                                     float* probs,                 // (N, V)
+                                     const float* logits,          // (N, V)
+                                     const std::int32_t* targets,  // (N)
+                                     int N, int V);
+// dlogits = (probs - onehot(targets)) * dloss, dloss = d(mean loss scale) per row (overwritten).
+void softmax_cross_entropy_backward(float* dlogits, const float* probs, const std::int32_t* targets,
+                                    float dloss, int N, int V);
+double softmax_cross_entropy_forward_ref(float* losses, float* probs, const float* logits,
+                                         const std::int32_t* targets, int N, int V);
+void softmax_cross_entropy_backward_ref(float* dlogits, const float* probs, const std::int32_t* targets,
+                                        float dloss, int N, int V);
+
+}  // namespace tz

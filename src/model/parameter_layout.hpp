@@ -1,0 +1,151 @@
+// Parameter layout of the GPT model: one flat fp32 buffer cut into RANGES, each range cut into
+// TENSORS (llm.c's ParameterTensors, STYLE "The central objects"). The sharded engine holds a shard of
+// each range (an offset and a length into it), gathers a block's range just before the block runs,
+// and reduce-scatters its gradient right after; so each transformer block is one contiguous range.
+//
+//   range 0        "embeddings"  wte (V, C) token embedding, also the tied LM head; wpe (P, C)
+//   range 1 + i    "h.<i>"       block i: ln_1 (C) x2, attn.qkv (3C, C) + (3C), attn.proj (C, C) + (C),
+//                                ln_2 (C) x2, mlp.fc (4C, C) + (4C), mlp.proj (C, 4C) + (C)
+//   range L + 1    "ln_f"        final LayerNorm weight (C), bias (C)
+//
+// Linear weights are stored (out, in) as PyTorch's nn.Linear does. Ranges follow each other with no
+// padding; tensors inside a range likewise. Per-tensor properties are data: weight_decay (true for
+// matrices: wte, wpe and the linear weights; false for biases and LayerNorm gains/biases) and tied
+// (wte, which the LM head reuses). The layout is pure: sizes and offsets only, nothing allocated, so
+// it describes GPT-NeoX-20B as cheaply as the tiny test model. Sizes are size_t (a 20B model has
+// more than 2^31 elements).
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "model/gpt_config.hpp"
+
+namespace tz {
+
+struct ParamRange {
+  std::string name;
+  std::size_t offset = 0;  // into the flat buffer, elements
+  std::size_t numel = 0;
+};
+
+struct ParamTensor {
+  std::string name;  // "wte", "h.3.attn.qkv.weight", "ln_f.bias", ...
+  int range = 0;
+  std::size_t offset = 0;        // into the flat buffer, elements
+  std::size_t range_offset = 0;  // into its range, elements
+  std::size_t numel = 0;
+  std::vector<std::size_t> shape;
+  bool weight_decay = false;
+  bool tied = false;
+};
+
+// A run of elements of the flat buffer with one weight-decay flag. `offset` is relative to the start
+// of the slice it was asked for (see ParameterLayout::decay_segments).
+struct DecaySegment {
+  std::size_t offset = 0;
+  std::size_t numel = 0;
+  bool decay = false;
+};
+
+// The tensors of one transformer block, in range order; index into ParameterLayout::block_tensor_offsets().
+enum class BlockTensor : int {
+  ln1_w,
+  ln1_b,
+  qkv_w,
+  qkv_b,
+  attn_proj_w,
+  attn_proj_b,
+  ln2_w,
+  ln2_b,
+  fc_w,
+  fc_b,
+  mlp_proj_w,
+  mlp_proj_b,
+  count
+};
+
+class ParameterLayout {
+ public:
+  explicit ParameterLayout(const GptConfig& config);
+
+  const GptConfig& config() const { return config_; }
+
+  int num_ranges() const { return static_cast<int>(ranges_.size()); }
+  static constexpr int embeddings_range() { return 0; }
+  static constexpr int block_range(int layer) { return 1 + layer; }
+  int final_ln_range() const { return config_.n_layer + 1; }
+  const ParamRange& range(int r) const;
+  const std::vector<ParamRange>& ranges() const { return ranges_; }
+  std::vector<std::size_t> range_sizes() const;
+  std::size_t max_range_numel() const;
+  std::size_t total_numel() const { return total_; }
+
+  const std::vector<ParamTensor>& tensors() const { return tensors_; }
+  // InternalError if no tensor has that name.
+  const ParamTensor& tensor(std::string_view name) const;
+
+  // Offsets inside a range (identical for every block range), for the typed views below.
+  std::size_t block_tensor_offset(BlockTensor t) const { return block_offsets_[static_cast<int>(t)]; }
+  std::size_t wte_range_offset() const { return 0; }
+  std::size_t wpe_range_offset() const;
+
+  // The weight-decay runs that intersect [offset, offset + numel) of the flat buffer, in order,
+  // clipped to it, with offsets relative to `offset`; adjacent runs with the same flag are merged.
+  std::vector<DecaySegment> decay_segments(std::size_t offset, std::size_t numel) const;
+
+ private:
+  GptConfig config_;
+  std::vector<ParamRange> ranges_;
+  std::vector<ParamTensor> tensors_;
+  std::vector<std::size_t> block_offsets_;
+  std::size_t total_ = 0;
+};
+
+// Typed views into one range's memory (float or const float), given the range's first element.
+template <typename F>
+struct EmbeddingView {
+  F* wte;  // (V, C)
+  F* wpe;  // (P, C)
+};
+template <typename F>
+struct BlockView {
+  F* ln1_w;        // (C)
+  F* ln1_b;        // (C)
+  F* qkv_w;        // (3C, C)
+  F* qkv_b;        // (3C)
+  F* attn_proj_w;  // (C, C)
+  F* attn_proj_b;  // (C)
+  F* ln2_w;        // (C)
+  F* ln2_b;        // (C)
+  F* fc_w;         // (4C, C)
+  F* fc_b;         // (4C)
+  F* mlp_proj_w;   // (C, 4C)
+  F* mlp_proj_b;   // (C)
+};
+template <typename F>
+struct FinalLnView {
+  F* w;  // (C)
+  F* b;  // (C)
+};
+
+template <typename F>
+EmbeddingView<F> embedding_view(const ParameterLayout& l, F* range_base) {
+  return {range_base + l.wte_range_offset(), range_base + l.wpe_range_offset()};
+}
+template <typename F>
+BlockView<F> block_view(const ParameterLayout& l, F* range_base) {
+  auto at = [&](BlockTensor t) { return range_base + l.block_tensor_offset(t); };
+  return {at(BlockTensor::ln1_w), at(BlockTensor::ln1_b),       at(BlockTensor::qkv_w),
+          at(BlockTensor::qkv_b), at(BlockTensor::attn_proj_w), at(BlockTensor::attn_proj_b),
+          at(BlockTensor::ln2_w), at(BlockTensor::ln2_b),       at(BlockTensor::fc_w),
+          at(BlockTensor::fc_b),  at(BlockTensor::mlp_proj_w),  at(BlockTensor::mlp_proj_b)};
+}
+template <typename F>
+FinalLnView<F> final_ln_view(const ParameterLayout& l, F* range_base) {
+  return {range_base, range_base + l.config().n_embd};
+}
+
+}  // namespace tz
