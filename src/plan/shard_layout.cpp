@@ -17,7 +17,7 @@ int shard_index(const Topology& topo, int rank, TierSet tiers) {
   return index;
 }
 
-ShardLayout::ShardLayout(std::vector<ParamRange> ranges, Topology topo, PartitionPlan plan)
+ShardLayout::ShardLayout(std::vector<RangeSpec> ranges, Topology topo, PartitionPlan plan)
     : ranges_(std::move(ranges)), topo_(std::move(topo)), plan_(std::move(plan)) {
   if (!topo_.resolved())
     fail_input("shard layout: topology {} has an 'auto' outer fan-out; resolve it to the world size first",

@@ -29,7 +29,8 @@
 
 namespace tz {
 
-struct ParamRange {
+// A parameter range as the plan sees it: a name and a size (the model's ParamRange also has an offset).
+struct RangeSpec {
   std::string name;
   std::size_t numel = 0;
 };
@@ -48,9 +49,9 @@ int shard_index(const Topology& topo, int rank, TierSet tiers);
 class ShardLayout {
  public:
   // `topo` must be resolved; `plan` is validated against it. Ranges may have numel 0.
-  ShardLayout(std::vector<ParamRange> ranges, Topology topo, PartitionPlan plan);
+  ShardLayout(std::vector<RangeSpec> ranges, Topology topo, PartitionPlan plan);
 
-  const std::vector<ParamRange>& ranges() const { return ranges_; }
+  const std::vector<RangeSpec>& ranges() const { return ranges_; }
   int num_ranges() const { return static_cast<int>(ranges_.size()); }
   const Topology& topology() const { return topo_; }
   const PartitionPlan& plan() const { return plan_; }
@@ -85,7 +86,7 @@ class ShardLayout {
   TierSet norm_tiers() const { return domain(ModelState::optim); }
 
  private:
-  std::vector<ParamRange> ranges_;
+  std::vector<RangeSpec> ranges_;
   Topology topo_;
   PartitionPlan plan_;
   int world_size_ = 1;

@@ -1,0 +1,191 @@
+#include "plan/step_schedule.hpp"
+
+#include <gtest/gtest.h>
+
+#include "plan_test_util.hpp"
+
+namespace tz {
+namespace {
+
+using plan_test::flat;
+using plan_test::mini;
+
+// Hand-checked table: padded to 8 ranks: emb 16, h0 32, h1 8. The embedding is tied: acquired at the
+// start of forward and again for the LM head at the end; backward starts with the head.
+std::vector<RangeSpec> small_ranges() {
+  return {{"emb", 16}, {"h0", 30}, {"h1", 8}};
+}
+AcquisitionOrder tied_order() {
+  return {{0, 1, 2, 0}, {0, 2, 1, 0}};
+}
+
+std::map<std::string, double> bytes(const PartitionPlan& plan, const Topology& t = mini(),
+                                    const std::vector<RangeSpec>& ranges = small_ranges(),
+                                    const AcquisitionOrder& order = tied_order()) {
+  return StepSchedule(ShardLayout(ranges, t, plan), order).bytes_per_tier();
+}
+
+void expect_bytes(const std::map<std::string, double>& got, const std::map<std::string, double>& want) {
+  ASSERT_EQ(got.size(), want.size());
+  for (const auto& [tier, b] : want) EXPECT_NEAR(got.at(tier), b, 1e-9 * (1 + b)) << tier;
+}
+
+TEST(QuantizedBytes, CodesPaddedToBlocksPlusOneScalePerBlock) {
+  EXPECT_EQ(quantized_bytes(0, 8, 4), 0u);
+  EXPECT_EQ(quantized_bytes(1, 8, 4), 8u);
+  EXPECT_EQ(quantized_bytes(4, 8, 4), 8u);
+  EXPECT_EQ(quantized_bytes(5, 8, 4), 16u);
+  EXPECT_EQ(quantized_bytes(5, 4, 4), 12u);  // 2 blocks x (2 code bytes + 4)
+  EXPECT_EQ(quantized_bytes(512, 8, 256), 2u * 260u);
+  EXPECT_EQ(quantized_bytes(512, 4, 256), 2u * 132u);
+  // The ratios against bf16 the quant helper is held to (block 256): qwZ <= 0.53, qgZ <= 0.28.
+  EXPECT_LE(quantized_bytes(1 << 20, 8, 256) / double(2 << 20), 0.53);
+  EXPECT_LE(quantized_bytes(1 << 20, 4, 256) / double(2 << 20), 0.28);
+}
+
+TEST(StepSchedule, BackwardReusesTheMirroredForwardTail) {
+  const Topology t = mini();
+  const ShardLayout l(small_ranges(), t, PartitionPlan::preset("zero3", t));
+  EXPECT_EQ(StepSchedule(l, tied_order()).reused_in_backward(), 2);  // head, then the last block
+  const ShardLayout l0(small_ranges(), t,
+                       PartitionPlan::preset("zero3", t).with_options({.prefetch_depth = 0}));
+  EXPECT_EQ(StepSchedule(l0, tied_order()).reused_in_backward(), 1);
+  EXPECT_EQ(StepSchedule(l, AcquisitionOrder{{0, 1, 2}, {0, 1, 2}}).reused_in_backward(), 0);
+  EXPECT_EQ(StepSchedule(l, sequential_order(3)).reused_in_backward(), 2);
+  plan_test::expect_input_error(
+      [&] {
+        StepSchedule(l, AcquisitionOrder{{0, 1}, {1, 0}});
+      },
+      {"range 2 'h1' is never acquired in forward"});
+  plan_test::expect_input_error(
+      [&] {
+        StepSchedule(l, AcquisitionOrder{{0, 1, 2}, {2, 0}});
+      },
+      {"range 1 'h0' is never acquired in backward"});
+  plan_test::expect_input_error(
+      [&] {
+        StepSchedule(l, AcquisitionOrder{{0, 1, 2, 3}, {2, 1, 0}});
+      },
+      {"forward names range 3", "3 ranges"});
+}
+
+// zero3 (bf16): an all-gather of a padded range of P elements over the world moves P bytes on gcd, P/2
+// on node, P/4 on system; a reduce-scatter the same. Forward P = 16+32+8+16 = 72; backward regathers
+// h0 and emb (48; head and h1 reused); gradients reduced once per range (56); three f64 scalars over
+// the world: 8 bytes per tier each.
+TEST(StepSchedule, Zero3BytesPerTierByHand) {
+  const auto b = bytes(PartitionPlan::preset("zero3", mini()));
+  expect_bytes(b, {{"gcd", 72 + 48 + 56 + 24}, {"node", 36 + 24 + 28 + 24}, {"system", 18 + 12 + 14 + 24}});
+}
+
+// zeropp, block 4: every W_fwd shard (2, 4, 1 elements) quantizes to one INT8 block = 8 bytes, so each
+// forward gather moves 32/16/8 (gcd/node/system). hpZ backward: bf16 over gcd+node from the secondary
+// shard: P on gcd, P/2 on node (h0 + emb = 48). qgZ per range P: gcd qb4(P/2), node qb4(P/4), system
+// qb4(P/8) with qb4(n) = ceil(n/4) * 6: h1 6/6/6, h0 24/12/6, emb 12/6/6.
+TEST(StepSchedule, ZeroppBytesPerTierByHand) {
+  const PartitionPlan plan =
+      PartitionPlan::preset("zeropp", mini()).with_options({.qwz = true, .qgz = true, .quant_block = 4});
+  const auto b = bytes(plan);
+  expect_bytes(b, {{"gcd", 128 + 48 + 42 + 24}, {"node", 64 + 24 + 24 + 24}, {"system", 32 + 0 + 18 + 24}});
+  const StepSchedule s(ShardLayout(small_ranges(), mini(), plan), tied_order());
+  int qgz = 0, qwz = 0;
+  for (const auto& c : s.collectives()) {
+    if (c.kind == CollectiveKind::all_to_all) ++qgz, EXPECT_EQ(c.quant_bits, 4);
+    if (c.quant_bits == 8) ++qwz, EXPECT_EQ(c.purpose, CollectivePurpose::weight_gather_fwd);
+  }
+  EXPECT_EQ(qgz, 3);
+  EXPECT_EQ(qwz, 4);
+}
+
+// three-level (bf16): W on gcd: gathers move P on gcd only (forward 72, backward 48). G on node:
+// reduce-scatter over gcd+node: P on gcd, P/2 on node (56). Boundary: G shard (P/4 fp32 = P bytes)
+// reduce-scattered over system: P/2 (28). Refresh from O (P/8) to W (P/2) over node+system in bf16:
+// system P/4 (14), node P/2 (28). Scalars: 24 per tier.
+TEST(StepSchedule, ThreeLevelBytesPerTierByHand) {
+  const auto b = bytes(PartitionPlan::preset("three-level", mini()));
+  expect_bytes(b, {{"gcd", 72 + 48 + 56 + 24}, {"node", 28 + 24 + 28}, {"system", 28 + 24 + 14}});
+  // Accumulating 4 micro-batches repeats forward and backward, not the boundary.
+  const auto b4 = bytes(PartitionPlan::preset("three-level", mini()).with_options({.grad_accum_steps = 4}));
+  expect_bytes(b4, {{"gcd", 4 * (72 + 48 + 56) + 24}, {"node", 4 * 28 + 24 + 28}, {"system", 28 + 24 + 14}});
+}
+
+// The per-tier steps of a three-tier all-gather: outer tier first, payload growing by each fan-out.
+TEST(StepSchedule, HierarchicalStepOrderAndPayloads) {
+  const StepSchedule s(ShardLayout(small_ranges(), mini(), PartitionPlan::preset("zero3", mini())),
+                       tied_order());
+  const ScheduledCollective& first = s.collectives().front();
+  EXPECT_EQ(first.purpose, CollectivePurpose::weight_gather_fwd);
+  EXPECT_EQ(first.range, 0);
+  EXPECT_EQ(first.count, 2u);
+  ASSERT_EQ(first.steps.size(), 3u);
+  EXPECT_EQ(first.steps[0].tier, 2);
+  EXPECT_EQ(first.steps[0].payload_bytes, 8u);
+  EXPECT_EQ(first.steps[1].tier, 1);
+  EXPECT_EQ(first.steps[1].payload_bytes, 16u);
+  EXPECT_EQ(first.steps[2].tier, 0);
+  EXPECT_EQ(first.steps[2].payload_bytes, 32u);
+  // The first gradient reduction is h1's (last use at backward position 1), inner tier first.
+  auto rs = std::find_if(s.collectives().begin(), s.collectives().end(), [](const ScheduledCollective& c) {
+    return c.purpose == CollectivePurpose::grad_reduce;
+  });
+  ASSERT_NE(rs, s.collectives().end());
+  EXPECT_EQ(rs->range, 2);
+  ASSERT_EQ(rs->steps.size(), 3u);
+  EXPECT_EQ(rs->steps[0].tier, 0);
+  EXPECT_EQ(rs->steps[0].payload_bytes, 16u);
+  EXPECT_EQ(rs->steps[2].tier, 2);
+  EXPECT_EQ(rs->steps[2].payload_bytes, 4u);
+  // Scalars close the step: loss last.
+  EXPECT_EQ(s.collectives().back().purpose, CollectivePurpose::loss_sum);
+  EXPECT_NE(s.describe(mini()).find("W_fwd all-gather"), std::string::npos);
+}
+
+// Closed forms on flat worlds (p ranks, one tier): payloads are padded ranges of P elements.
+TEST(StepSchedule, PresetsOnFlatWorldsMatchClosedForms) {
+  const std::vector<RangeSpec> ranges = {{"a", 10}, {"b", 7}};
+  for (int p : plan_test::kFlatSizes) {
+    SCOPED_TRACE("p=" + std::to_string(p));
+    const Topology t = flat(p);
+    const double P = double((10 + p - 1) / p * p + (7 + p - 1) / p * p);  // padded total
+    const double share = double(p - 1) / p;
+    const double scalars = 3 * 2 * share * 8;  // grad norm, non-finite flag, loss: one f64 each
+    // ddp: one fp32 all-reduce of all gradients; the norm of a replicated O needs no collective.
+    expect_bytes(bytes(PartitionPlan::preset("ddp", t), t, ranges, sequential_order(2)),
+                 {{"world", 2 * share * 4 * P + 2 * 2 * share * 8}});
+    // zero1: fp32 reduce-scatter of the full gradient, bf16 all-gather of the new weights.
+    expect_bytes(bytes(PartitionPlan::preset("zero1", t), t, ranges, sequential_order(2)),
+                 {{"world", share * 4 * P + share * 2 * P + scalars}});
+    // zero2: bf16 reduce-scatter per range in backward, bf16 refresh.
+    expect_bytes(bytes(PartitionPlan::preset("zero2", t), t, ranges, sequential_order(2)),
+                 {{"world", share * 2 * P + share * 2 * P + scalars}});
+    // zero3 with 2 micro-batches and sequential order (both backward gathers reused): per micro-batch a
+    // forward gather and a reduce-scatter of every range.
+    expect_bytes(bytes(PartitionPlan::preset("zero3", t).with_options({.grad_accum_steps = 2}), t, ranges,
+                       sequential_order(2)),
+                 {{"world", 2 * (share * 2 * P + share * 2 * P) + scalars}});
+    // fp32 mode doubles the weight and gradient traffic of zero3.
+    expect_bytes(bytes(PartitionPlan::preset("zero3", t).with_options({.dtype_mode = DTypeMode::fp32}), t,
+                       ranges, sequential_order(2)),
+                 {{"world", share * 4 * P + share * 4 * P + scalars}});
+    // Every preset builds a schedule whose per-collective bytes sum to the per-tier total.
+    for (const auto& name : PartitionPlan::preset_names()) {
+      const StepSchedule s(ShardLayout(ranges, t, PartitionPlan::preset(name, t)), sequential_order(2));
+      EXPECT_NEAR(s.total_bytes(), s.bytes_per_tier().at("world"), 1e-9);
+      if (p == 1) EXPECT_TRUE(s.collectives().empty()) << name;
+    }
+  }
+}
+
+// hsdp on node: gathers and reductions stay inside the node (gcd+node); the only system traffic is the
+// fp32 all-reduce of the O-shard gradient across the two node replicas, and the world scalars.
+TEST(StepSchedule, HsdpKeepsWeightTrafficInsideThePartitionGroup) {
+  const auto b = bytes(PartitionPlan::preset("hsdp", mini()));
+  // O shard = P/4 elements fp32 = P bytes; all-reduce over system (p=2): P bytes. P total 56.
+  // The grad norm is all-reduced over gcd+node only.
+  EXPECT_NEAR(b.at("system"), 56 + 16, 1e-9);
+  // gcd: gathers over gcd+node move P on gcd: (72 + 48), reductions 56, scalars 24.
+  EXPECT_NEAR(b.at("gcd"), 72 + 48 + 56 + 24, 1e-9);
+}
+
+}  // namespace
+}  // namespace tz
