@@ -47,6 +47,8 @@ class Work {
   explicit Work(std::shared_ptr<State> state) : state_(std::move(state)) {}
   void wait();
   bool done() const;
+  // comm-internal access to the shared state (comm/work_state.hpp).
+  friend std::shared_ptr<State> work_state(const Work& work);
 
  private:
   std::shared_ptr<State> state_;

@@ -43,9 +43,18 @@ class Mesh {
   Work all_reduce(TierSet tiers, const void* send, void* recv, std::size_t count, DType dtype);
 
  private:
+  // The compositions, whose first step waits for `prev` (stream_wait).
+  Work all_gather_after(Work prev, TierSet tiers, const void* send, void* recv, std::size_t count,
+                        DType dtype);
+  Work reduce_scatter_after(Work prev, TierSet tiers, const void* send, void* recv, std::size_t count,
+                            DType dtype);
+  // A pooled buffer of at least `bytes`, free again once every Work it was attached to is gone.
+  std::shared_ptr<std::vector<std::byte>> scratch(std::size_t bytes);
+
   Topology topology_;
   std::unique_ptr<Communicator> world_;
   std::map<TierSet, std::unique_ptr<Communicator>> groups_;
+  std::vector<std::shared_ptr<std::vector<std::byte>>> scratch_;
 };
 
 }  // namespace tz

@@ -19,7 +19,14 @@
 
 namespace tz {
 
-enum class CollectiveKind : std::uint8_t { all_gather, reduce_scatter, all_reduce, all_to_all, broadcast, barrier };
+enum class CollectiveKind : std::uint8_t {
+  all_gather,
+  reduce_scatter,
+  all_reduce,
+  all_to_all,
+  broadcast,
+  barrier
+};
 std::string_view collective_name(CollectiveKind kind);
 
 // Bytes per rank one collective of `payload_bytes` moves on a group of p ranks (formulas above).

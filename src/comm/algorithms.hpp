@@ -1,0 +1,44 @@
+// The single-tier collective algorithms, each written once over a Transport (through Collective)
+// and defined in the file named after it. Sizes are in bytes except where a dtype is given; blocks
+// are described by `offsets` (size()+1 byte offsets, block i = [offsets[i], offsets[i+1])) so that
+// all-reduce can use uneven blocks when the count does not divide the group.
+#pragma once
+
+#include <cstddef>
+#include <span>
+#include <vector>
+
+#include "comm/collective.hpp"
+#include "core/dtype.hpp"
+
+namespace tz {
+
+// Byte offsets of p blocks of `count` elements split as evenly as possible (the first count % p
+// blocks one element longer), p+1 entries.
+std::vector<std::size_t> even_block_offsets(std::size_t count, int p, std::size_t elem_bytes);
+// Byte offsets of p equal blocks of `block_bytes`.
+std::vector<std::size_t> uniform_block_offsets(std::size_t block_bytes, int p);
+
+// all_gather_ring.cpp: `buf` holds every block; this rank's block (at offsets[rank]) is filled from
+// `own` (skipped when own already points there) and the others arrive around the ring.
+void all_gather_ring(Collective& c, const std::byte* own, std::byte* buf,
+                     std::span<const std::size_t> offsets);
+
+// reduce_scatter_ring.cpp: `send` holds every rank's contribution to every block; `out` receives the
+// sum of block rank() (offsets[rank+1]-offsets[rank] bytes). `out` may alias send's block rank().
+void reduce_scatter_ring(Collective& c, const std::byte* send, std::byte* out,
+                         std::span<const std::size_t> offsets, DType dtype);
+
+// all_reduce_ring.cpp: reduce-scatter then all-gather over even blocks; send == recv allowed.
+void all_reduce_ring(Collective& c, const std::byte* send, std::byte* recv, std::size_t count, DType dtype);
+
+// all_to_all_pairwise.cpp: block j of send goes to rank j, block i of recv comes from rank i.
+void all_to_all_pairwise(Collective& c, const std::byte* send, std::byte* recv, std::size_t block_bytes);
+
+// broadcast_binomial.cpp: root's `bytes` reach every rank down a binomial tree, chunk-pipelined.
+void broadcast_binomial(Collective& c, std::byte* buf, std::size_t bytes, int root);
+
+// barrier_dissemination.cpp: ceil(log2 p) rounds of empty messages.
+void barrier_dissemination(Collective& c);
+
+}  // namespace tz

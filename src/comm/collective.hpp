@@ -1,0 +1,73 @@
+// One running collective, as the algorithms see it: the transport of the group, the deadline, the
+// chunk size for pipelining, persistent scratch buffers, and the identity used in error reports
+// (op name, group label, sequence number). Algorithms post sends and receives through it and wait
+// with wait(); a wait that passes the deadline cancels what is pending and throws a CommError that
+// names the op, the group, the sequence number, this rank and the (world) ranks it was waiting for.
+#pragma once
+
+#include <cstddef>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "comm/transport.hpp"
+
+namespace tz {
+
+// Scratch buffers kept alive across collectives (a freed and re-faulted buffer per call halves the
+// throughput, MACHINE.md). Slot k grows to the largest size asked for and stays.
+class Workspace {
+ public:
+  std::byte* get(int slot, std::size_t bytes);
+
+ private:
+  std::vector<std::vector<std::byte>> slots_;
+};
+
+class Collective {
+ public:
+  Collective(Transport& transport, Workspace& workspace, std::string_view op, const std::string& group,
+             std::uint64_t seq, double timeout_s, std::size_t chunk_bytes);
+
+  int rank() const { return transport_.rank(); }
+  int size() const { return transport_.size(); }
+  Transport& transport() { return transport_; }
+  Workspace& workspace() { return workspace_; }
+  std::size_t chunk_bytes() const { return chunk_bytes_; }
+  int right() const { return (rank() + 1) % size(); }
+  int left() const { return (rank() + size() - 1) % size(); }
+
+  Request send(const void* data, std::size_t bytes, int peer, int tag = 0) {
+    return transport_.isend(data, bytes, peer, tag);
+  }
+  Request recv(void* data, std::size_t bytes, int peer, int tag = 0) {
+    return transport_.irecv(data, bytes, peer, tag);
+  }
+  void wait(std::span<Request> requests);
+  void wait(Request& request) { wait(std::span<Request>(&request, 1)); }
+
+  // "all_gather on group 'node' (seq 4, rank 1 of 2, world rank 3)": the prefix of every report.
+  std::string describe() const;
+  [[noreturn]] void fail(const std::string& what) const;
+
+ private:
+  Transport& transport_;
+  Workspace& workspace_;
+  std::string_view op_;
+  const std::string& group_;
+  std::uint64_t seq_;
+  double timeout_s_;
+  Deadline deadline_;
+  std::size_t chunk_bytes_;
+};
+
+// Splits `bytes` into chunks of at most `chunk` bytes (at least one chunk, possibly empty).
+struct Chunks {
+  std::size_t bytes, chunk, count;
+  Chunks(std::size_t total_bytes, std::size_t chunk_bytes);
+  std::size_t offset(std::size_t c) const { return c * chunk; }
+  std::size_t length(std::size_t c) const { return c + 1 < count ? chunk : bytes - c * chunk; }
+};
+
+}  // namespace tz

@@ -1,0 +1,78 @@
+// run_thread_world / run_thread_mesh (thread_world.hpp): n ranks as threads over a ThreadWorld.
+#include "comm/thread_world.hpp"
+
+#include <fmt/format.h>
+
+#include <mutex>
+#include <thread>
+
+#include "comm/thread_transport.hpp"
+#include "core/error.hpp"
+
+namespace tz {
+namespace {
+
+// Rethrows `e` with "rank r: " in front of its message, keeping the tierzero exception type.
+[[noreturn]] void rethrow_with_rank(std::exception_ptr e, int rank) {
+  try {
+    std::rethrow_exception(e);
+  } catch (const InputError& x) {
+    throw InputError(fmt::format("rank {}: {}", rank, x.what()));
+  } catch (const CommError& x) {
+    throw CommError(fmt::format("rank {}: {}", rank, x.what()));
+  } catch (const InternalError& x) {
+    throw InternalError(fmt::format("rank {}: {}", rank, x.what()));
+  } catch (const std::exception& x) {
+    throw std::runtime_error(fmt::format("rank {}: {}", rank, x.what()));
+  }
+}
+
+// Runs each rank on its own thread. The communicator (and mesh) of a rank outlive its try block, so
+// that a failing rank aborts the world before its communicator's destructor waits for its progress
+// thread: peers blocked in a collective with it are released at once, not at their timeout.
+void run_ranks(int n, const CommOptions& options, const Topology* topology,
+               const std::function<void(Communicator&)>& fn, const std::function<void(Mesh&)>& mesh_fn) {
+  ThreadWorldHandle h = make_thread_world(n);
+  std::mutex mu;
+  std::exception_ptr first;
+  int first_rank = -1;
+  std::vector<std::thread> threads;
+  threads.reserve(n);
+  for (int r = 0; r < n; ++r) {
+    threads.emplace_back([&, r] {
+      std::unique_ptr<Communicator> comm = make_communicator(std::move(h.transports[r]), "world", options);
+      std::unique_ptr<Mesh> mesh;
+      try {
+        if (topology) {
+          mesh = std::make_unique<Mesh>(*topology, std::move(comm));
+          mesh_fn(*mesh);
+        } else {
+          fn(*comm);
+        }
+      } catch (...) {
+        {
+          std::lock_guard lock(mu);
+          if (!first) {
+            first = std::current_exception();
+            first_rank = r;
+          }
+        }
+        h.abort(fmt::format("rank {} failed", r));
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  if (first) rethrow_with_rank(first, first_rank);
+}
+
+}  // namespace
+
+void run_thread_world(int n, const std::function<void(Communicator&)>& fn, CommOptions options) {
+  run_ranks(n, options, nullptr, fn, nullptr);
+}
+
+void run_thread_mesh(const Topology& topology, const std::function<void(Mesh&)>& fn, CommOptions options) {
+  run_ranks(topology.world_size(), options, &topology, nullptr, fn);
+}
+
+}  // namespace tz

@@ -1,0 +1,32 @@
+// The shared state behind a Work handle (comm-internal): the progress thread that runs a collective
+// finishes it with success or an exception; any number of Work copies wait on it. `keep_alive` holds
+// buffers that must outlive the collective (Mesh's intermediate shards).
+#pragma once
+
+#include <condition_variable>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "comm/communicator.hpp"
+
+namespace tz {
+
+struct Work::State {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool finished = false;
+  std::exception_ptr error;
+  std::vector<std::shared_ptr<void>> keep_alive;
+
+  void finish(std::exception_ptr e);
+  // Blocks until finished; returns the error (null on success) without throwing.
+  std::exception_ptr wait_quietly();
+};
+
+// Keeps `buffer` alive until `work` is both complete and no longer referenced.
+void attach_to_work(const Work& work, std::shared_ptr<void> buffer);
+std::shared_ptr<Work::State> work_state(const Work& work);
+
+}  // namespace tz
