@@ -23,7 +23,7 @@
 
 namespace tz {
 
-struct AdamWParams {
+struct OptimizerConfig {
   double lr = 6e-4;
   double beta1 = 0.9;
   double beta2 = 0.95;
@@ -31,7 +31,7 @@ struct AdamWParams {
   double weight_decay = 0.1;
 };
 
-struct ScheduleParams {
+struct ScheduleConfig {
   int warmup_steps = 0;
   int total_steps = 0;        // 0: the number of training steps
   double min_lr_ratio = 0.1;  // cosine floor, as a fraction of the peak lr
@@ -52,8 +52,8 @@ struct TrainConfig {
   int steps_per_print = 1;
   std::uint64_t seed = 1234;
   double grad_clip = 1.0;  // 0: no clipping
-  AdamWParams adamw;
-  ScheduleParams schedule;
+  OptimizerConfig adamw;
+  ScheduleConfig schedule;
   bool bf16 = true;  // weights travel in bf16; false = fp32 everywhere (exactness tests)
 
   // Plan: DeepSpeed's zero_optimization mapped to a preset, or tierzero.plan naming one.
