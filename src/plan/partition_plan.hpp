@@ -72,7 +72,7 @@ struct PlanOptions {
 // puts W_bwd on the host tier (the innermost tier when the topology names no host tier), or on the
 // domain of `hpz_partition_size` ranks when that is given (DeepSpeed's zero_hpz_partition_size).
 struct PresetArgs {
-  std::string partition_tier;
+  std::string partition_tier = {};
   int partition_size = 0;
   bool hpz = true;
   int hpz_partition_size = 0;
@@ -132,14 +132,14 @@ int tier_of_domain_size(const Topology& topo, int size, std::string_view what);
 // Unset fields keep the preset's value. Without a preset the base is ddp (all replicated). Setting
 // W_fwd without W_bwd puts W_bwd on W_fwd's tier (no secondary partition); "W" sets both.
 struct PlanSpec {
-  std::string name;    // "" = the preset's name ("custom" without a preset; "<preset>*" if modified)
-  std::string preset;  // "" = none
-  PresetArgs preset_args;
+  std::string name = {};    // "" = the preset's name ("custom" without a preset; "<preset>*" if modified)
+  std::string preset = {};  // "" = none
+  PresetArgs preset_args = {};
   bool hpz_given = false;  // preset_args.hpz was set explicitly (only zeropp takes it)
-  std::optional<std::string> w, w_fwd, w_bwd, grad, optim;
-  std::optional<bool> qwz, qgz;
-  std::optional<int> quant_block, prefetch_depth, grad_accum_steps, micro_batch_size;
-  std::optional<DTypeMode> dtype_mode;
+  std::optional<std::string> w = {}, w_fwd = {}, w_bwd = {}, grad = {}, optim = {};
+  std::optional<bool> qwz = {}, qgz = {};
+  std::optional<int> quant_block = {}, prefetch_depth = {}, grad_accum_steps = {}, micro_batch_size = {};
+  std::optional<DTypeMode> dtype_mode = {};
 };
 
 // JSON keys: "name", "preset", "partition_tier", "partition_size", "hpz", "hpz_partition_size", "W",

@@ -68,7 +68,8 @@ TEST(MemoryPlan, DoesNotFitNamesEveryState) {
   const ShardLayout big({{"all", 20'000'000'000ull}}, mini(), PartitionPlan::preset("ddp", mini()));
   plan_test::expect_input_error([&] { check_fits_device(plan_memory(big), mini(), "ddp"); }, {"64.000 GiB"});
   const ShardLayout sharded({{"all", 20'000'000'000ull}}, mini(), PartitionPlan::preset("zero3", mini()));
-  EXPECT_ANY_THROW(check_fits_device(plan_memory(sharded), mini(), "zero3"));  // one 20e9-element range: 80 GB of gather buffers
+  EXPECT_ANY_THROW(check_fits_device(plan_memory(sharded), mini(),
+                                     "zero3"));  // one 20e9-element range: 80 GB of gather buffers
   // A topology without a device memory figure is not checked.
   EXPECT_NO_THROW(check_fits_device(plan_memory(big), plan_test::flat(2), "ddp"));
   EXPECT_NE(m.describe().find("peak"), std::string::npos);

@@ -90,8 +90,14 @@ TEST(StepSchedule, ZeroppBytesPerTierByHand) {
   const StepSchedule s(ShardLayout(small_ranges(), mini(), plan), tied_order());
   int qgz = 0, qwz = 0;
   for (const auto& c : s.collectives()) {
-    if (c.kind == CollectiveKind::all_to_all) ++qgz, EXPECT_EQ(c.quant_bits, 4);
-    if (c.quant_bits == 8) ++qwz, EXPECT_EQ(c.purpose, CollectivePurpose::weight_gather_fwd);
+    if (c.kind == CollectiveKind::all_to_all) {
+      ++qgz;
+      EXPECT_EQ(c.quant_bits, 4);
+    }
+    if (c.quant_bits == 8) {
+      ++qwz;
+      EXPECT_EQ(c.purpose, CollectivePurpose::weight_gather_fwd);
+    }
   }
   EXPECT_EQ(qgz, 3);
   EXPECT_EQ(qwz, 4);
@@ -171,7 +177,9 @@ TEST(StepSchedule, PresetsOnFlatWorldsMatchClosedForms) {
     for (const auto& name : PartitionPlan::preset_names()) {
       const StepSchedule s(ShardLayout(ranges, t, PartitionPlan::preset(name, t)), sequential_order(2));
       EXPECT_NEAR(s.total_bytes(), s.bytes_per_tier().at("world"), 1e-9);
-      if (p == 1) EXPECT_TRUE(s.collectives().empty()) << name;
+      if (p == 1) {
+        EXPECT_TRUE(s.collectives().empty()) << name;
+      }
     }
   }
 }
