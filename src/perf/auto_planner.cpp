@@ -1,0 +1,57 @@
+#include "perf/auto_planner.hpp"
+
+#include <algorithm>
+
+#include "core/error.hpp"
+
+namespace tz::perf {
+
+std::string search_plan_name(const Topology& topo, const PartitionPlan::Tiers& tiers, bool qwz, bool qgz) {
+  auto n = [&](int t) { return placement_name(topo, t); };
+  std::string w = tiers[0] == tiers[1] ? n(tiers[0]) : n(tiers[0]) + "/" + n(tiers[1]);
+  return fmt::format("W={} G={} O={}{}{}", w, n(tiers[2]), n(tiers[3]), qwz ? " +qwZ" : "",
+                     qgz ? " +qgZ" : "");
+}
+
+std::vector<PlanCandidate> search_plans(const ModelShape& model, const Topology& topo,
+                                        const PlanOptions& base, const CostOptions& options) {
+  std::vector<PlanCandidate> out;
+  const int T = topo.num_tiers();
+  for (int wf = kReplicated; wf < T; ++wf)
+    for (int wb = kReplicated; wb <= wf; ++wb)
+      for (int g = kReplicated; g < T; ++g)
+        for (int o = g; o < T; ++o)
+          for (int qw = 0; qw <= (wf >= 0 ? 1 : 0); ++qw)
+            for (int qg = 0; qg <= (g >= 0 ? 1 : 0); ++qg) {
+              const PartitionPlan::Tiers tiers = {wf, wb, g, o};
+              PlanOptions opt = base;
+              opt.qwz = qw == 1;
+              opt.qgz = qg == 1;
+              PartitionPlan plan(search_plan_name(topo, tiers, opt.qwz, opt.qgz), tiers, opt);
+              try {
+                plan.validate(topo);
+              } catch (const InputError&) {
+                continue;  // an inconsistent placement: not a plan
+              }
+              out.push_back(PlanCandidate{plan, predict_step(model, topo, plan, options)});
+            }
+  std::stable_sort(out.begin(), out.end(), [](const PlanCandidate& a, const PlanCandidate& b) {
+    if (a.cost.fits != b.cost.fits) return a.cost.fits;
+    return a.cost.step_s < b.cost.step_s;
+  });
+  return out;
+}
+
+}  // namespace tz::perf
+
+namespace tz::perf {
+
+PartitionPlan preset_with_options(std::string_view name, const Topology& topo, const PlanOptions& base) {
+  PartitionPlan p = PartitionPlan::preset(name, topo);
+  PlanOptions opt = base;
+  opt.qwz = p.options().qwz;
+  opt.qgz = p.options().qgz;
+  return p.with_options(opt);
+}
+
+}  // namespace tz::perf

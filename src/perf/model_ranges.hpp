@@ -1,0 +1,28 @@
+// The model's parameter ranges and acquisition order as the plan library takes them, from the model
+// library's ParameterLayout and range schedule (model/), without including both libraries' headers
+// in one translation unit.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "model/gpt_config.hpp"
+
+namespace tz::perf {
+
+struct ModelRanges {
+  std::vector<std::string> names;
+  std::vector<std::size_t> numel;
+  std::vector<int> forward;   // range acquired, in forward order (the tied embedding twice)
+  std::vector<int> backward;  // in backward order
+  int embeddings = 0;         // the range holding the (tied) LM head
+  int final_ln = 0;           // the head's compute is the embeddings acquisition next to final_ln
+  std::size_t total_numel = 0;
+};
+
+ModelRanges model_ranges(const GptConfig& config);
+// True when the range is a transformer block.
+bool is_block_range(const GptConfig& config, int range);
+
+}  // namespace tz::perf
