@@ -14,8 +14,8 @@ void fail_mpi_call(const char* call, int code, const char* file, int line) {
   int initialized = 0;
   MPI_Initialized(&initialized);
   if (initialized) MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  throw CommError(fmt::format("rank {}: {} failed with {} ({}) at {}:{}", rank, call, code, std::string(text, len),
-                              file, line));
+  throw CommError(fmt::format("rank {}: {} failed with {} ({}) at {}:{}", rank, call, code,
+                              std::string(text, len), file, line));
 }
 
 }  // namespace tz::mpi

@@ -1,0 +1,187 @@
+// Real multi-process checks of the communication layer, run by CTest under `mpirun -np k`
+// (tests.cmake, k = 1, 2, 3, 4, 6, 8). Modes:
+//   (none)        closed-form checks of every collective on the world, a split, and the mesh of a
+//                 topology that fits k (frontier-mini at 8, 2 x k/2 for other even k), over every
+//                 tier subset, with tiny chunks so the pipelined paths run; bytes per tier checked
+//                 against the formulas. Exit 0 when every rank passed.
+//   --skip-rank R rank R skips the second collective; the others must fail within the 1 s timeout
+//                 with the report, then abort the job (CTest matches the report in the output).
+//   --size-check  rank 1 passes a different count under debug_check_sizes; the report names it.
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "comm/mesh.hpp"
+#include "comm/mpi/mpi_world.hpp"
+#include "core/bf16.hpp"
+#include "core/error.hpp"
+
+namespace tz {
+namespace {
+
+int g_failures = 0;
+
+#define EXPECT(cond, ...)                                                                                \
+  do {                                                                                                   \
+    if (!(cond)) {                                                                                       \
+      ++g_failures;                                                                                      \
+      fmt::print(stderr, "FAILED {}:{}: {}: {}\n", __FILE__, __LINE__, #cond, fmt::format(__VA_ARGS__)); \
+    }                                                                                                    \
+  } while (0)
+
+void check_world(Communicator& comm) {
+  const int p = comm.size(), r = comm.rank();
+  for (std::size_t count : {0, 1, 7, 1000}) {
+    std::vector<float> send(count * p), recv(count * p, -1.f);
+    for (std::size_t i = 0; i < count; ++i) send[i] = float(r * 1000 + int(i));
+    comm.all_gather(send.data(), recv.data(), count, DType::f32).wait();
+    for (int q = 0; q < p; ++q)
+      for (std::size_t i = 0; i < count; ++i)
+        EXPECT(recv[q * count + i] == float(q * 1000 + int(i)), "all_gather rank {} block {} i {}", r, q, i);
+
+    for (std::size_t j = 0; j < send.size(); ++j) send[j] = float(r + int(j));
+    std::vector<float> shard(count, -1.f);
+    comm.reduce_scatter(send.data(), shard.data(), count, DType::f32).wait();
+    for (std::size_t i = 0; i < count; ++i)
+      EXPECT(shard[i] == float(p * (p - 1) / 2 + p * int(r * count + i)), "reduce_scatter rank {} i {}", r,
+             i);
+
+    const std::size_t n = count + 3;  // does not divide p
+    std::vector<float> x(n);
+    for (std::size_t i = 0; i < n; ++i) x[i] = float(r) + float(i);
+    comm.all_reduce(x.data(), x.data(), n, DType::f32).wait();
+    for (std::size_t i = 0; i < n; ++i)
+      EXPECT(x[i] == float(p * (p - 1) / 2 + p * int(i)), "all_reduce rank {} i {} got {}", r, i, x[i]);
+
+    std::vector<bf16> h(n), hs(n);
+    for (std::size_t i = 0; i < n; ++i) h[i] = to_bf16(float(r + int(i % 7)));
+    comm.all_reduce(h.data(), hs.data(), n, DType::bf16).wait();
+    for (std::size_t i = 0; i < n; ++i)
+      EXPECT(to_float(hs[i]) == float(p * (p - 1) / 2 + p * int(i % 7)), "bf16 all_reduce rank {} i {}", r,
+             i);
+
+    for (int j = 0; j < p; ++j)
+      for (std::size_t i = 0; i < count; ++i) send[j * count + i] = float(r * 100 + j * 10) + float(i);
+    comm.all_to_all(send.data(), recv.data(), count, DType::f32).wait();
+    for (int q = 0; q < p; ++q)
+      for (std::size_t i = 0; i < count; ++i)
+        EXPECT(recv[q * count + i] == float(q * 100 + r * 10) + float(i), "all_to_all rank {} from {}", r, q);
+
+    for (int root = 0; root < p; ++root) {
+      std::vector<float> b(count, r == root ? float(root + 1) : -1.f);
+      comm.broadcast(b.data(), count, DType::f32, root).wait();
+      for (std::size_t i = 0; i < count; ++i)
+        EXPECT(b[i] == float(root + 1), "broadcast root {} rank {}", root, r);
+    }
+    comm.barrier().wait();
+  }
+  auto sub = comm.split(r % 2, r, "parity");
+  float v = float(r);
+  sub->all_reduce(&v, &v, 1, DType::f32).wait();
+  float expected = 0;
+  for (int q = r % 2; q < p; q += 2) expected += float(q);
+  EXPECT(v == expected, "split all_reduce rank {}: {} vs {}", r, v, expected);
+}
+
+void check_mesh(const Topology& topo, std::unique_ptr<Communicator> world) {
+  Mesh mesh(topo, std::move(world));
+  const int all = (1 << topo.num_tiers()) - 1;
+  const int r = mesh.world().rank();
+  for (int tiers = 0; tiers <= all; ++tiers) {
+    const std::size_t count = 3;
+    const int g = mesh.group_size(tiers), me = mesh.shard_index(tiers);
+    std::vector<float> shard(count), full(g * count, -1.f);
+    for (std::size_t i = 0; i < count; ++i) shard[i] = float(me * 100 + int(i));
+    mesh.ledger().reset();
+    mesh.all_gather(tiers, shard.data(), full.data(), count, DType::f32).wait();
+    for (int s = 0; s < g; ++s)
+      for (std::size_t i = 0; i < count; ++i)
+        EXPECT(full[s * count + i] == float(s * 100 + int(i)), "mesh all_gather tiers {} rank {} shard {}",
+               tiers, r, s);
+    const auto traffic = mesh.ledger().snapshot();
+    double span = count * 4;
+    for (int t = topo.num_tiers() - 1; t >= 0; --t) {
+      if (!(tiers & tier_bit(t))) continue;
+      span *= topo.tier(t).fanout;
+      const double expected = algorithmic_bytes(CollectiveKind::all_gather, span, topo.tier(t).fanout);
+      const double got = traffic.count(topo.tier(t).name) ? traffic.at(topo.tier(t).name).bytes : -1;
+      EXPECT(got == expected, "mesh all_gather tiers {} tier {} bytes {} vs {}", tiers, topo.tier(t).name,
+             got, expected);
+    }
+    std::vector<float> red(count, -1.f);
+    for (std::size_t j = 0; j < full.size(); ++j) full[j] = float(r) + float(j);
+    mesh.reduce_scatter(tiers, full.data(), red.data(), count, DType::f32).wait();
+    float rank_sum = 0;
+    for (int q : topo.group_ranks(r, tiers)) rank_sum += float(q);
+    for (std::size_t i = 0; i < count; ++i)
+      EXPECT(red[i] == rank_sum + float(g * int(me * count + i)), "mesh reduce_scatter tiers {} rank {}",
+             tiers, r);
+    std::vector<float> x(11, float(r));
+    mesh.all_reduce(tiers, x.data(), x.data(), x.size(), DType::f32).wait();
+    for (float y : x) EXPECT(y == rank_sum, "mesh all_reduce tiers {} rank {}", tiers, r);
+  }
+}
+
+Topology topology_for(int p) {
+  if (p == 8) return Topology::load("frontier-mini");
+  if (p % 2 == 0)
+    return Topology::from_json(nlohmann::json::parse(R"({"name": "two-tier", "tiers": [
+      {"name": "inner", "fanout": 2, "bandwidth_gbps": 100, "latency_us": 1},
+      {"name": "outer", "fanout": "auto", "bandwidth_gbps": 10, "latency_us": 5}]})"),
+                               "test")
+        .resolve(p);
+  return Topology::load("flat").resolve(p);
+}
+
+int run(int argc, char** argv) {
+  const std::string mode = argc > 1 ? argv[1] : "";
+  CommOptions opts;
+  opts.chunk_bytes = 64;  // many chunks even for small messages
+  opts.timeout_s = 60;
+  if (mode == "--skip-rank") {
+    const int skip = std::stoi(argv[2]);
+    opts.timeout_s = 1;
+    auto world = make_mpi_world(opts);
+    std::vector<float> in(4, 1.f), out(4 * world->size());
+    world->all_gather(in.data(), out.data(), 4, DType::f32).wait();
+    if (world->rank() == skip) {
+      std::this_thread::sleep_for(std::chrono::seconds(20));  // the others abort the job before this ends
+      return 1;
+    }
+    world->all_gather(in.data(), out.data(), 4, DType::f32).wait();
+    return 1;  // not reached: the wait above throws
+  }
+  if (mode == "--size-check") {
+    opts.debug_check_sizes = true;
+    auto world = make_mpi_world(opts);
+    std::vector<float> x(8, 1.f);
+    world->all_reduce(x.data(), x.data(), world->rank() == 1 ? 6 : 5, DType::f32).wait();
+    return 1;  // not reached
+  }
+  auto world = make_mpi_world(opts);
+  check_world(*world);
+  const int p = world->size();
+  check_mesh(topology_for(p), make_mpi_world(opts));
+  float failures = float(g_failures);
+  world->all_reduce(&failures, &failures, 1, DType::f32).wait();
+  if (world->rank() == 0) fmt::print("mpi collectives on {} ranks: {}\n", p, failures == 0 ? "ok" : "FAILED");
+  return failures == 0 ? 0 : 1;
+}
+
+}  // namespace
+}  // namespace tz
+
+int main(int argc, char** argv) {
+  tz::MpiSession session(&argc, &argv);
+  try {
+    return tz::run(argc, argv);
+  } catch (const std::exception& e) {
+    return tz::abort_world(e.what(), 3);
+  }
+}

@@ -1,0 +1,60 @@
+// Traffic ledger: the algorithmic byte formulas, recording per tier, and the reports.
+#include "comm/traffic.hpp"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "comm/thread_world.hpp"
+
+namespace tz {
+namespace {
+
+TEST(Traffic, AlgorithmicBytesFormulas) {
+  EXPECT_DOUBLE_EQ(algorithmic_bytes(CollectiveKind::all_gather, 800, 4), 600);
+  EXPECT_DOUBLE_EQ(algorithmic_bytes(CollectiveKind::reduce_scatter, 800, 4), 600);
+  EXPECT_DOUBLE_EQ(algorithmic_bytes(CollectiveKind::all_reduce, 800, 4), 1200);
+  EXPECT_DOUBLE_EQ(algorithmic_bytes(CollectiveKind::all_to_all, 900, 3), 600);
+  EXPECT_DOUBLE_EQ(algorithmic_bytes(CollectiveKind::broadcast, 900, 3), 900);
+  EXPECT_DOUBLE_EQ(algorithmic_bytes(CollectiveKind::barrier, 900, 3), 0);
+  EXPECT_DOUBLE_EQ(algorithmic_bytes(CollectiveKind::all_reduce, 900, 1), 0);
+}
+
+TEST(Traffic, EveryCollectiveRecordsItsBytes) {
+  run_thread_world(4, [](Communicator& comm) {
+    std::vector<float> a(40), b(40);
+    comm.all_gather(a.data(), b.data(), 10, DType::f32);
+    comm.reduce_scatter(a.data(), b.data(), 10, DType::f32);
+    comm.all_reduce(a.data(), b.data(), 40, DType::f32);
+    comm.all_to_all(a.data(), b.data(), 10, DType::f32);
+    comm.broadcast(a.data(), 40, DType::f32, 0);
+    comm.barrier().wait();
+    const TierTraffic t = comm.ledger().snapshot().at("world");
+    EXPECT_EQ(t.ops, 6u);
+    EXPECT_DOUBLE_EQ(t.bytes, 120 + 120 + 240 + 120 + 160);
+    EXPECT_GT(t.seconds, 0);
+  });
+}
+
+TEST(Traffic, SinceAndReports) {
+  TrafficLedger ledger;
+  ledger.record("node", 100, 0.5);
+  const auto before = ledger.snapshot();
+  ledger.record("node", 50, 0.25);
+  ledger.record("gcd", 10, 0);
+  const auto delta = ledger.since(before);
+  EXPECT_DOUBLE_EQ(delta.at("node").bytes, 50);
+  EXPECT_EQ(delta.at("node").ops, 1u);
+  EXPECT_DOUBLE_EQ(delta.at("gcd").bytes, 10);
+  const nlohmann::json j = TrafficLedger::to_json(delta);
+  EXPECT_DOUBLE_EQ(j["node"]["bytes"].get<double>(), 50);
+  EXPECT_DOUBLE_EQ(j["node"]["gbps"].get<double>(), 50 / 0.25 / 1e9);
+  const std::string table = TrafficLedger::format(delta);
+  EXPECT_NE(table.find("node"), std::string::npos);
+  EXPECT_NE(table.find("gcd"), std::string::npos);
+  ledger.reset();
+  EXPECT_TRUE(ledger.snapshot().empty());
+}
+
+}  // namespace
+}  // namespace tz
