@@ -1,0 +1,56 @@
+// qgZ (ZeRO++ quantized gradients): hierarchical reduce-scatter as quantized all-to-alls, innermost
+// tier first, with the exact result layout of Mesh::reduce_scatter so that the engine switches
+// between them with one option.
+//
+//   Work qgz_reduce_scatter(mesh, tiers, full_grad, shard_out, count, opts)
+//
+// full_grad: group_size(tiers) * count fp32 values on every rank; shard_out: count fp32 values, the
+// sum over the group of block shard_index(tiers) of full_grad. opts.bits is INT4 by default
+// (kQgzDefaultOptions). Steps, for the tiers t1 < ... < tk of `tiers` (fan-outs f1..fk): the input
+// of step i (the original gradient for i = 1, else the output of step i-1) holds M_i elements; it is
+// cut into f_i slices of M_i / f_i, slice j destined for the peer with coordinate j on tier t_i. Each
+// slice is quantized separately (block-aligned, the last block padded), the tier group all-to-alls
+// the quantized slices, and every rank dequantizes the f_i slices it received and sums them in fp32
+// (peer order) into its own slice, the input of step i + 1. Tiers of fan-out 1 move nothing and are
+// skipped (no quantization error where nothing travels).
+//
+// Error bound (derivation in docs/algorithms.md): one quantization of a value in a block of largest
+// magnitude m errs by at most m / (2 qmax) (times kQuantHalfStepBudget / 0.5 for fp32 rounding), so
+// the result of step i errs by the sum over its f_i inputs of their block bounds plus the errors
+// they already carried; qgz_error_bound() in the tests replays that on exact values.
+//
+// Bytes per rank on tier t_i (recorded under its label): (f_i - 1) * quantized_bytes(M_i / f_i), vs
+// (f_i - 1) * 2 * M_i / f_i for the bf16 reduce-scatter: (B/2 + 4) / (2B) for INT4 when B divides
+// the slice (0.258 at B = 256).
+//
+// Fallback: when some step's quantized slice would be no smaller than the fp32 slice itself (tiny
+// tensors: slices of fewer than ~B/7 elements), quantization cannot pay; the call then runs the
+// unquantized Mesh::reduce_scatter in fp32, says so once per process on stderr, and counts it in
+// qgz_fallback_count(). The decision depends only on (count, tiers, topology, opts), so all ranks
+// take it alike.
+//
+// Blocking: each step's all-to-all carries data computed from the previous step's result, so the
+// steps cannot all be issued up front; the call returns a completed Work (the fallback returns the
+// non-blocking Work of Mesh::reduce_scatter). Non-finite blocks quantized on this rank are counted
+// into `*stats` when given; NaN/inf in a gradient reaches the result as NaN.
+#pragma once
+
+#include <cstddef>
+
+#include "comm/communicator.hpp"
+#include "comm/mesh.hpp"
+#include "quant/quant_format.hpp"
+
+namespace tz {
+
+Work qgz_reduce_scatter(Mesh& mesh, TierSet tiers, const float* full_grad, float* shard_out,
+                        std::size_t count, const QuantOptions& opts = kQgzDefaultOptions,
+                        QuantStats* stats = nullptr);
+
+// Whether qgz_reduce_scatter takes the quantized path for these sizes (false: the fp32 fallback).
+bool qgz_quantized_path(const Topology& topology, TierSet tiers, std::size_t count, const QuantOptions& opts);
+
+// Calls of qgz_reduce_scatter in this process that fell back to the unquantized reduce-scatter.
+std::size_t qgz_fallback_count();
+
+}  // namespace tz
