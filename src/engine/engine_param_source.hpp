@@ -1,0 +1,102 @@
+// The engine's ParamSource (model/param_source.hpp): it serves the model's range acquisitions from
+// gathered shards and sends each range's gradient to its G shard as soon as it is final.
+//
+// Gathers. The model acquires ranges in a fixed order (model/range_schedule.hpp); forward position p
+// uses gather buffer p mod K, K = 1 + prefetch_depth; backward position j uses buffer
+// (nF - 1 - j) mod K, a descending ring, so the first `reused` backward positions find the forward's
+// last gathered ranges still in their buffers (the step schedule counts no traffic for them; see
+// plan/step_schedule.hpp). Acquiring position i issues the gathers of positions i..i+depth of the
+// same pass that are not issued yet, so the next ranges travel while this one computes; every buffer
+// a gather writes was released before (only one range is acquired at a time).
+//   forward  all-gather of the W_fwd shard over W_fwd's domain (qwZ INT8 when enabled); with hpZ,
+//            the W_bwd secondary shard is then copied out of the gathered range (no traffic)
+//   backward all-gather of the W_bwd secondary shard over its domain, or of W_fwd as in forward
+// A replicated W is read from the local shard. In bf16 mode the gathered bf16 range is widened into
+// one fp32 compute buffer (the model computes in fp32); in fp32 mode the model reads the gather
+// buffer itself.
+//
+// Gradients. grad_buffer(r) hands out a zeroed fp32 full-range buffer from a small pool (or, when G
+// is replicated, the G buffer itself: accumulation in place); grads_ready(r) starts the
+// reduce-scatter over G's domain (in the compute dtype, or qgZ INT4) into a shard-sized buffer, and
+// the result is added into the fp32 G shard when the reduction completes (finish_backward() waits
+// for all of them).
+#pragma once
+
+#include <deque>
+#include <memory>
+#include <vector>
+
+#include "comm/mesh.hpp"
+#include "engine/sharded_state.hpp"
+#include "model/param_source.hpp"
+#include "quant/quant_format.hpp"
+
+namespace tz {
+
+class EngineParamSource final : public ParamSource {
+ public:
+  EngineParamSource(Mesh& mesh, ShardedState& state, const ParameterLayout& params,
+                    std::vector<int> forward_order, std::vector<int> backward_order, int reused_in_backward);
+  ~EngineParamSource() override;
+
+  void begin_forward();
+  void begin_backward();
+  // Waits for every gradient reduction of this backward and adds the results into the G shard.
+  void finish_backward();
+
+  const float* acquire_params(int range) override;
+  void release_params(int range) override;
+  float* grad_buffer(int range) override;
+  void grads_ready(int range) override;
+
+  // Working memory this source allocated (gather ring, compute buffer, gradient pool), in bytes.
+  std::size_t gather_buffer_bytes() const;
+  std::size_t grad_buffer_bytes() const;
+  // Seconds the model waited in acquire_params for a gather to arrive (not hidden by prefetch).
+  double exposed_gather_seconds() const { return exposed_gather_s_; }
+  // Non-finite quantization blocks seen by qwZ/qgZ on this rank.
+  std::size_t nonfinite_quant_blocks() const { return nonfinite_blocks_; }
+
+ private:
+  struct Acquisition {
+    int range = 0;
+    bool gather = true;  // false: reused from the forward pass's buffer
+    int buffer = 0;
+  };
+  struct GradSlot {
+    int range = -1;
+    std::vector<float> full;  // (padded range) fp32, what the model accumulates into
+    WeightBuffer send;        // compute-dtype copy sent in bf16 mode
+    WeightBuffer shard;       // compute-dtype (or fp32 for qgZ) reduced shard
+    Work work;
+    bool in_flight = false;
+  };
+
+  void issue_gather(int pos);
+  void wait_gather(int pos);
+  GradSlot& free_slot();
+  void complete(GradSlot& slot);
+
+  Mesh& mesh_;
+  ShardedState& state_;
+  const ShardLayout& layout_;
+  const ParameterLayout& params_;
+  const DType dtype_;
+  const int depth_;
+  const bool qwz_, qgz_;
+  QuantOptions qwz_opts_, qgz_opts_;
+  std::vector<Acquisition> forward_, backward_;
+
+  bool in_backward_ = false;
+  std::size_t cursor_ = 0;  // next acquisition of the current pass
+  std::size_t issued_ = 0;  // gathers issued for positions < issued_ of the current pass
+  std::vector<WeightBuffer> ring_;
+  std::vector<Work> ring_work_;
+  std::vector<float> compute_;  // fp32 copy of the acquired range (bf16 mode)
+  std::vector<std::unique_ptr<GradSlot>> slots_;
+  std::deque<GradSlot*> in_flight_;
+  double exposed_gather_s_ = 0;
+  std::size_t nonfinite_blocks_ = 0;
+};
+
+}  // namespace tz
