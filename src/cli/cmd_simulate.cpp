@@ -1,0 +1,170 @@
+// `tierzero simulate`: sweeps the cost model over outer-tier counts (e.g. 1..48 Frontier nodes =
+// 8..384 GCDs) and plans, writes CSV and JSON, and draws two charts with gnuplot (Debian's
+// gnuplot-nox): TFLOPS per device vs devices (one line per plan) and bytes per tier per plan at the
+// largest size. `--paper` prints the validation ratios of docs/cost_model.md.
+#include <fmt/format.h>
+#include <fmt/os.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "cli/command_registry.hpp"
+#include "core/error.hpp"
+#include "perf/auto_planner.hpp"
+#include "perf/cost_report.hpp"
+
+namespace tz::cli {
+namespace {
+
+struct SimulateArgs {
+  std::string topology = "frontier";
+  std::string model = "gpt-20b";
+  std::vector<int> nodes = {1, 2, 4, 8, 16, 32, 48};
+  std::vector<std::string> plans = {"zero3", "zeropp", "three-level"};
+  int micro_batch = 1;
+  int accumulation = 1;
+  double fraction = perf::CostOptions{}.achievable_fraction;
+  bool no_recompute = false;
+  bool no_overlap = false;
+  std::string out = "simulate-out";
+  bool no_charts = false;
+};
+
+void write_charts(const std::filesystem::path& dir, const std::vector<std::string>& plans,
+                  const Topology& largest) {
+  std::string gp = "set terminal pngcairo size 900,560\nset datafile separator ','\nset key outside right\n";
+  gp += fmt::format("set output '{}'\n", (dir / "scaling.png").string());
+  gp += "set title 'Predicted TFLOPS per device'\nset xlabel 'devices'\nset ylabel 'TFLOPS per device'\n";
+  gp += "set logscale x 2\nset grid\nplot ";
+  for (std::size_t i = 0; i < plans.size(); ++i)
+    gp += fmt::format("{}'{}' using 1:{} with linespoints title '{}'", i ? ", " : "",
+                      (dir / "scaling.csv").string(), i + 2, plans[i]);
+  gp += "\nunset logscale x\n";
+  gp += fmt::format("set output '{}'\n", (dir / "traffic.png").string());
+  gp += fmt::format("set title 'Bytes per rank per step by tier at {} devices'\n", largest.world_size());
+  gp += "set style data histograms\nset style histogram clustered\nset style fill solid 0.8\n";
+  gp += "set xlabel 'plan'\nset ylabel 'GB per rank per step'\nset xtics rotate by -20\nplot ";
+  for (int t = 0; t < largest.num_tiers(); ++t)
+    gp += fmt::format("{}'{}' using {}:xtic(1) title '{}'", t ? ", " : "", (dir / "traffic.csv").string(),
+                      t + 2, largest.tier(t).name);
+  gp += "\n";
+  std::ofstream(dir / "charts.gp") << gp;
+  const std::string cmd = fmt::format("gnuplot '{}'", (dir / "charts.gp").string());
+  if (std::system(cmd.c_str()) != 0)
+    fmt::print(stderr, "simulate: gnuplot failed (is gnuplot-nox installed?); CSV and JSON are written\n");
+}
+
+int run_simulate(const SimulateArgs& a) {
+  const Topology base_topo = Topology::load(a.topology);
+  const perf::ModelShape model = perf::load_model_shape(a.model);
+  PlanOptions base;
+  base.micro_batch_size = a.micro_batch;
+  base.grad_accum_steps = a.accumulation;
+  const perf::CostOptions opt{
+      .achievable_fraction = a.fraction, .recompute = !a.no_recompute, .overlap = !a.no_overlap};
+  const std::filesystem::path dir(a.out);
+  std::filesystem::create_directories(dir);
+
+  std::ofstream csv(dir / "sweep.csv");
+  csv << "plan,devices,tflops_per_device,step_s,compute_s,exposed_comm_s,peak_memory_gib,fits";
+  for (const Tier& t : base_topo.tiers()) csv << "," << t.name << "_bytes";
+  csv << "\n";
+  nlohmann::json doc = {
+      {"topology", base_topo.name()}, {"model", model.name}, {"points", nlohmann::json::array()}};
+  std::map<std::string, std::map<int, double>> tflops;
+  std::vector<perf::CostRow> largest_rows;
+  Topology largest = base_topo;
+  for (int n : a.nodes) {
+    const Topology topo = base_topo.resolve_outer(n);
+    largest_rows.clear();
+    largest = topo;
+    for (const auto& name : a.plans) {
+      const PartitionPlan plan = perf::preset_with_options(name, topo, base);
+      const perf::StepCost c = perf::predict_step(model, topo, plan, opt);
+      csv << fmt::format("{},{},{:.4f},{:.6f},{:.6f},{:.6f},{:.3f},{}", name, topo.world_size(),
+                         c.tflops_per_device, c.step_s, c.compute_s, c.exposed_comm_s,
+                         double(c.memory.peak_bytes()) / double(1ull << 30), c.fits ? 1 : 0);
+      for (const auto& t : c.tiers) csv << fmt::format(",{:.0f}", t.bytes);
+      csv << "\n";
+      doc["points"].push_back(perf::cost_to_json(topo, plan, c));
+      tflops[name][topo.world_size()] = c.tflops_per_device;
+      largest_rows.push_back({plan, c});
+    }
+  }
+  csv.close();
+  std::ofstream traffic(dir / "traffic.csv");
+  for (const auto& r : largest_rows) {
+    traffic << r.plan.name();
+    for (const auto& t : r.cost.tiers) traffic << fmt::format(",{:.4f}", t.bytes / 1e9);
+    traffic << "\n";
+  }
+  traffic.close();
+  std::ofstream(dir / "sweep.json") << doc.dump(2) << "\n";
+  std::ofstream scaling(dir / "scaling.csv");
+  for (const auto& [devices, _] : tflops.begin()->second) {
+    scaling << devices;
+    for (const auto& name : a.plans) scaling << fmt::format(",{:.4f}", tflops[name][devices]);
+    scaling << "\n";
+  }
+  scaling.close();
+
+  fmt::print(
+      "model {} on {}: micro-batch {}, accumulation {}, fraction of peak {}, recompute {}, overlap {}\n",
+      model.name, base_topo.name(), a.micro_batch, a.accumulation, a.fraction, a.no_recompute ? "off" : "on",
+      a.no_overlap ? "off" : "on");
+  fmt::print("{:<14}", "devices");
+  for (const auto& name : a.plans) fmt::print(" {:>12}", name);
+  fmt::print("   (TFLOPS per device)\n");
+  for (const auto& [devices, _] : tflops.begin()->second) {
+    fmt::print("{:<14}", devices);
+    for (const auto& name : a.plans) fmt::print(" {:>12.1f}", tflops[name][devices]);
+    fmt::print("\n");
+  }
+  fmt::print("\nat {} devices:\n{}", largest.world_size(), perf::format_cost_table(largest, largest_rows));
+  auto ratio = [&](const std::string& x, const std::string& y) {
+    const int d = largest.world_size();
+    return tflops.count(x) && tflops.count(y) ? tflops[x][d] / tflops[y][d] : 0.0;
+  };
+  if (tflops.count("zero3") && tflops.count("zeropp") && tflops.count("three-level")) {
+    const auto& tl = tflops["three-level"];
+    fmt::print(
+        "\nratios at {} devices: zeropp/zero3 = {:.3f} (paper 1.405), three-level/zeropp = {:.3f} (paper "
+        "1.71); "
+        "three-level scaling efficiency {} -> {} devices = {:.3f} (paper 0.94)\n",
+        largest.world_size(), ratio("zeropp", "zero3"), ratio("three-level", "zeropp"), tl.begin()->first,
+        tl.rbegin()->first, tl.rbegin()->second / tl.begin()->second);
+  }
+  if (!a.no_charts) write_charts(dir, a.plans, largest);
+  fmt::print("wrote {}/sweep.csv, sweep.json, scaling.csv, traffic.csv{}\n", dir.string(),
+             a.no_charts ? "" : ", scaling.png, traffic.png");
+  return 0;
+}
+
+const bool registered = register_command(
+    {"simulate",
+     "Sweep the cost model over device counts and plans; write CSV/JSON and scaling/traffic charts",
+     [](CLI::App& sub) -> RunFn {
+       auto a = std::make_shared<SimulateArgs>();
+       sub.add_option("--topology", a->topology, "topology preset or JSON file")->capture_default_str();
+       sub.add_option("--model", a->model, "model preset (models/) or JSON file")->capture_default_str();
+       sub.add_option("--nodes", a->nodes, "units of the outermost tier to sweep")->capture_default_str();
+       sub.add_option("--plans", a->plans, "plan presets")->capture_default_str();
+       sub.add_option("--micro-batch", a->micro_batch, "sequences per micro-batch per rank")
+           ->check(CLI::PositiveNumber)
+           ->capture_default_str();
+       sub.add_option("--accumulation", a->accumulation, "micro-batches per optimizer step")
+           ->check(CLI::PositiveNumber)
+           ->capture_default_str();
+       sub.add_option("--fraction", a->fraction, "achievable fraction of the device's peak FLOP/s")
+           ->capture_default_str();
+       sub.add_flag("--no-recompute", a->no_recompute, "keep all activations (no recomputation)");
+       sub.add_flag("--no-overlap", a->no_overlap, "run communication and compute back to back");
+       sub.add_option("--out", a->out, "output folder")->capture_default_str();
+       sub.add_flag("--no-charts", a->no_charts, "skip gnuplot");
+       return [a] { return run_simulate(*a); };
+     }});
+
+}  // namespace
+}  // namespace tz::cli
