@@ -40,6 +40,10 @@ MemoryPlan plan_memory(const ShardLayout& layout, std::size_t activation_bytes) 
     m.gather_buffer_bytes = static_cast<std::size_t>(1 + opt.prefetch_depth) * slot;
   }
   if (!plan.replicated(ModelState::grad)) m.grad_buffer_bytes = layout.max_padded_numel() * wbytes;
+  const std::size_t o_shard = layout.state_shard_numel(ModelState::optim);
+  if (plan.tier(ModelState::grad) < plan.tier(ModelState::optim))
+    m.boundary_buffer_bytes += o_shard * sizeof(float);
+  m.boundary_buffer_bytes += o_shard * wbytes;
   m.activation_bytes = activation_bytes;
   return m;
 }
@@ -55,6 +59,7 @@ std::string MemoryPlan::describe() const {
   out += row("O shard (fp32 master + Adam m, v)", optim_bytes);
   out += row("gather buffers", gather_buffer_bytes);
   out += row("gradient buffer", grad_buffer_bytes);
+  out += row("boundary buffers", boundary_buffer_bytes);
   out += row("activations", activation_bytes);
   out += row("peak", peak_bytes());
   return out;
@@ -65,10 +70,10 @@ void check_fits(const MemoryPlan& m, double capacity_bytes, std::string_view pla
   fail_input(
       "plan {}: needs {} per rank but the device has {:.3f} GiB (W_fwd {}, W_bwd {}, G {}, O {}, gather "
       "buffers {}, "
-      "gradient buffer {}, activations {})",
+      "gradient buffer {}, boundary buffers {}, activations {})",
       plan_name, gib(m.peak_bytes()), capacity_bytes / kGiB, gib(m.w_fwd_bytes), gib(m.w_bwd_bytes),
       gib(m.grad_bytes), gib(m.optim_bytes), gib(m.gather_buffer_bytes), gib(m.grad_buffer_bytes),
-      gib(m.activation_bytes));
+      gib(m.boundary_buffer_bytes), gib(m.activation_bytes));
 }
 
 void check_fits_device(const MemoryPlan& m, const Topology& topo, std::string_view plan_name) {

@@ -11,6 +11,11 @@
 //                    (compute reads the W shard itself)
 //   gradient buffer  the largest padded range's gradient in the compute dtype before it is reduced;
 //                    0 when G is replicated (gradients accumulate straight into the G buffer)
+//   boundary buffers the O-shard gradient (fp32) when G is on an inner tier than O (else the G shard
+//                    is that gradient), plus the updated O shard in the compute dtype that the W
+//                    shards are gathered (or sliced) from
+// Working-buffer figures are the planner's model of an engine; the engine's own buffers may differ
+// (e.g. an fp32 compute copy); the STATE figures are the contract the engine allocates exactly.
 // Activations are the cost model's: an input here. peak = states + working + activations.
 #pragma once
 
@@ -28,10 +33,13 @@ struct MemoryPlan {
   std::size_t optim_bytes = 0;
   std::size_t gather_buffer_bytes = 0;
   std::size_t grad_buffer_bytes = 0;
+  std::size_t boundary_buffer_bytes = 0;
   std::size_t activation_bytes = 0;
 
   std::size_t state_bytes() const { return w_fwd_bytes + w_bwd_bytes + grad_bytes + optim_bytes; }
-  std::size_t working_bytes() const { return gather_buffer_bytes + grad_buffer_bytes; }
+  std::size_t working_bytes() const {
+    return gather_buffer_bytes + grad_buffer_bytes + boundary_buffer_bytes;
+  }
   std::size_t peak_bytes() const { return state_bytes() + working_bytes() + activation_bytes; }
   // One line per item, in GiB and bytes.
   std::string describe() const;

@@ -9,6 +9,7 @@
 
 #include "core/error.hpp"
 #include "core/json_fields.hpp"
+#include "quant/quant_format.hpp"
 
 namespace tz {
 
@@ -192,9 +193,12 @@ void PartitionPlan::validate(const Topology& topo) const {
         "plan {}: qgZ quantizes the G reduction but G is replicated (no per-range reduction); shard G or "
         "turn qgZ off",
         name_);
-  if (options_.quant_block < 2 || options_.quant_block % 2 != 0)
-    fail_input("plan {}: quant_block {} must be an even number >= 2 (INT4 packs two values per byte)", name_,
-               options_.quant_block);
+  const long long block = options_.quant_block;
+  if (block < static_cast<long long>(kQuantBlockAlign) ||
+      block > static_cast<long long>(kMaxQuantBlockSize) ||
+      block % static_cast<long long>(kQuantBlockAlign) != 0)
+    fail_input("plan {}: quant_block {} must be a multiple of {} in {}..{} (the quantizer's block sizes)",
+               name_, block, kQuantBlockAlign, kQuantBlockAlign, kMaxQuantBlockSize);
   if (options_.prefetch_depth < 0 || options_.prefetch_depth > 64)
     fail_input("plan {}: prefetch_depth {} must be in 0..64", name_, options_.prefetch_depth);
   if (options_.grad_accum_steps < 1)

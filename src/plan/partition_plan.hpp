@@ -11,7 +11,8 @@
 // mics/hsdp, three-level) are values of this one mechanism, never special code paths.
 //
 // Consistency rules (validate(), docs/plan.md): tier(W_bwd) <= tier(W_fwd); tier(G) <= tier(O);
-// qwZ needs W_fwd sharded; qgZ needs G sharded; every tier exists in the topology; option ranges.
+// qwZ needs W_fwd sharded; qgZ needs G sharded; every tier exists in the topology; option ranges
+// (quant_block: a multiple of 32 in 32..65536, as quant/quant_format.hpp requires).
 // A plan is a pure value: no MPI, printable (describe) and serialisable (to_json) against the
 // topology it was made for (tier names come from it).
 #pragma once
@@ -60,7 +61,7 @@ constexpr DType compute_dtype(DTypeMode m) {
 struct PlanOptions {
   bool qwz = false;          // INT8 block-quantized forward weight all-gathers (ZeRO++ qwZ)
   bool qgz = false;          // INT4 block-quantized all-to-all gradient reduction (ZeRO++ qgZ)
-  int quant_block = 256;     // elements per quantization block (one fp32 scale each); even
+  int quant_block = 256;     // elements per quantization block (one fp32 scale each); multiple of 32
   int prefetch_depth = 1;    // gathered ranges in flight beyond the one being computed
   int grad_accum_steps = 1;  // micro-batches per optimizer step
   int micro_batch_size = 1;  // sequences per micro-batch per rank

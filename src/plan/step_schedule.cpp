@@ -10,15 +10,17 @@
 #include <algorithm>
 
 #include "core/error.hpp"
+#include "quant/qgz_reduce_scatter.hpp"
+#include "quant/quant_format.hpp"
 
 namespace tz {
 
 std::size_t quantized_bytes(std::size_t numel, int bits, std::size_t block) {
   TZ_CHECK(bits == 4 || bits == 8, "bits {}", bits);
-  TZ_CHECK_GT(block, std::size_t{0});
-  const std::size_t blocks = (numel + block - 1) / block;
-  const std::size_t code_bytes = (block * static_cast<std::size_t>(bits) + 7) / 8;
-  return blocks * (code_bytes + sizeof(float));
+  TZ_CHECK(block > 0 && block % 2 == 0, "block {}", block);
+  // One formula with the quantizer (quant/quant_format.hpp).
+  return quantized_bytes(
+      numel, QuantOptions{.bits = bits == 8 ? QuantBits::int8 : QuantBits::int4, .block_size = block});
 }
 
 AcquisitionOrder sequential_order(int num_ranges) {
@@ -116,11 +118,10 @@ std::vector<TierStep> reduce_scatter_steps(const Topology& topo, TierSet tiers, 
   return steps;
 }
 
-// All-reduce of `bytes`: one step on a single tier; reduce-scatter inner->outer then all-gather
-// outer->inner over several.
+// All-reduce of `bytes` (a multiple of the group size), as Mesh::all_reduce runs it: reduce-scatter
+// inner->outer, then all-gather outer->inner (also on a single tier: two steps).
 std::vector<TierStep> all_reduce_steps(const Topology& topo, TierSet tiers, std::size_t bytes) {
   const std::vector<int> ts = active_tiers(topo, tiers);
-  if (ts.size() == 1) return {make_step(topo, CollectiveKind::all_reduce, ts[0], bytes)};
   std::vector<TierStep> steps = reduce_scatter_steps(topo, tiers, bytes);
   std::size_t shard = bytes;
   for (int t : ts) shard /= static_cast<std::size_t>(topo.tier(t).fanout);
@@ -187,8 +188,10 @@ StepSchedule::StepSchedule(const ShardLayout& layout, const AcquisitionOrder& or
   const std::size_t block = static_cast<std::size_t>(opt.quant_block);
   for (const auto& t : topo.tiers()) tier_names_.push_back(t.name);
 
+  // A collective over one rank, or of a range of 0 elements, moves nothing and is not listed.
   auto add = [&](ScheduledCollective c) {
-    if (!c.steps.empty()) collectives_.push_back(std::move(c));
+    if (!c.steps.empty() && (c.range < 0 || layout.padded_numel(c.range) > 0))
+      collectives_.push_back(std::move(c));
   };
 
   // Backward acquisitions that reuse the forward's last gathered buffers.
@@ -240,21 +243,24 @@ StepSchedule::StepSchedule(const ShardLayout& layout, const AcquisitionOrder& or
                               .range = r,
                               .tiers = layout.grad_reduce_tiers()};
         c.count = layout.shard_numel(ModelState::grad, r);
-        if (opt.qgz) {
+        const QuantOptions qgz{.bits = QuantBits::int4, .block_size = block};
+        if (opt.qgz && qgz_quantized_path(topo, c.tiers, c.count, qgz)) {
           c.kind = CollectiveKind::all_to_all;
           c.dtype = DType::f32;
           c.quant_bits = 4;
           c.steps = qgz_steps(topo, c.tiers, layout.padded_numel(r), block);
         } else {
+          // Unquantized; qgZ's fallback (slices too small for quantization to pay) runs it in fp32.
           c.kind = CollectiveKind::reduce_scatter;
-          c.dtype = wdt;
-          c.steps = reduce_scatter_steps(topo, c.tiers, layout.padded_numel(r) * wbytes);
+          c.dtype = opt.qgz ? DType::f32 : wdt;
+          c.steps = reduce_scatter_steps(topo, c.tiers, layout.padded_numel(r) * dtype_bytes(c.dtype));
         }
         add(std::move(c));
       }
     }
   }
 
+  // Boundary: every range's G -> O reduce-scatter, then every range's replica all-reduce.
   const std::size_t f32 = sizeof(float);
   for (int r = 0; r < layout.num_ranges(); ++r) {
     ScheduledCollective rs{.phase = StepPhase::boundary,
@@ -266,6 +272,8 @@ StepSchedule::StepSchedule(const ShardLayout& layout, const AcquisitionOrder& or
     rs.count = layout.shard_numel(ModelState::optim, r);
     rs.steps = reduce_scatter_steps(topo, rs.tiers, layout.shard_numel(ModelState::grad, r) * f32);
     add(std::move(rs));
+  }
+  for (int r = 0; r < layout.num_ranges(); ++r) {
     ScheduledCollective ar{.phase = StepPhase::boundary,
                            .purpose = CollectivePurpose::grad_replica_reduce,
                            .range = r,

@@ -14,17 +14,22 @@
 //             1 + prefetch_depth) reuses the still-gathered forward buffer when order.backward[0..j]
 //             == reverse of the last j+1 forward acquisitions (the last block and a tied LM head).
 //             After a range's LAST backward acquisition its gradient is reduced into the G shard:
-//             reduce-scatter over G's domain (compute dtype), or qgZ: INT4 all-to-all tier by tier.
-// Step boundary, per range: reduce-scatter G shard -> O shard over (tG, tO] (fp32); all-reduce of
-//   the O-shard gradient over (tO, T-1] (fp32, reduce-scatter inner->outer then all-gather
-//   outer->inner); then scalars: grad-norm sum of squares all-reduced over O's domain, the
-//   non-finite flag over the world; AdamW; then per range the all-gather of the new weights from O
-//   shards to W_fwd shards over (tW_fwd, tO] (compute dtype); finally the loss all-reduced over the
-//   world. Scalars are f64, one element, all-reduced tier by tier inner->outer (a scalar cannot be
-//   split, so each tier step carries the whole 8 bytes).
+//             reduce-scatter over G's domain (compute dtype), or qgZ: INT4 all-to-all tier by tier;
+//             where qgz_quantized_path() says quantization cannot pay (tiny slices), qgZ falls back
+//             to the fp32 reduce-scatter, and so does the schedule.
+// Step boundary: for every range the reduce-scatter G shard -> O shard over (tG, tO] (fp32), then
+//   for every range the all-reduce of
+//   the O-shard gradient over (tO, T-1] (fp32, as Mesh::all_reduce: reduce-scatter inner->outer
+//   then all-gather outer->inner, two steps even on one tier); then scalars: grad-norm sum of
+//   squares all-reduced over O's domain, the non-finite flag over the world; AdamW; then per range the
+//   all-gather of the new weights from O shards to W_fwd shards over (tW_fwd, tO] (compute dtype); finally
+//   the loss all-reduced over the world. Scalars are f64, one element, all-reduced tier by tier inner->outer
+//   on the per-tier communicators (mesh.tier(t), NOT Mesh::all_reduce, which would run one flat all-reduce
+//   under the group's label): a scalar cannot be split, so each tier step carries the whole 8 bytes.
 //
 // Per-tier steps (mesh.hpp): all-gather outer tier first, reduce-scatter and all-to-all inner tier
-// first; a tier of fan-out 1 contributes no step and a collective over one rank is not listed.
+// first; a tier of fan-out 1 contributes no step; a collective over one rank, or of a range of 0
+// elements, is not listed.
 // For a k-tier all-gather of a shard of c elements (fan-outs f1..fk, inner first) the step on tier
 // i has payload c * f_i * ... * f_k elements and moves (f_i - 1)/f_i of it per rank.
 #pragma once

@@ -26,22 +26,24 @@ TEST(MemoryPlan, ThreeLevelByHand) {
   EXPECT_EQ(m.optim_bytes, 56u / 8 * 12);         // master + m + v over the system
   EXPECT_EQ(m.gather_buffer_bytes, 2u * 32 * 2);  // current + 1 prefetched, bf16
   EXPECT_EQ(m.grad_buffer_bytes, 32u * 2);
+  EXPECT_EQ(m.boundary_buffer_bytes, 7u * 4 + 7 * 2);  // O-shard gradient (G is inner) + bf16 refresh source
   EXPECT_EQ(m.activation_bytes, 1000u);
   EXPECT_EQ(m.state_bytes(), 56u + 56 + 84);
-  EXPECT_EQ(m.peak_bytes(), 56u + 56 + 84 + 128 + 64 + 1000);
+  EXPECT_EQ(m.peak_bytes(), 56u + 56 + 84 + 128 + 64 + 42 + 1000);
 }
 
 TEST(MemoryPlan, ZeroppByHand) {
   const MemoryPlan m =
       memory(PartitionPlan::preset("zeropp", mini())
-                 .with_options({.qwz = true, .qgz = true, .quant_block = 4, .prefetch_depth = 2}));
+                 .with_options({.qwz = true, .qgz = true, .quant_block = 32, .prefetch_depth = 2}));
   EXPECT_EQ(m.w_fwd_bytes, 56u / 8 * 2);
   EXPECT_EQ(m.w_bwd_bytes, 56u / 4 * 2);  // hpZ secondary shard over the node
   EXPECT_EQ(m.grad_bytes, 56u / 8 * 4);
   EXPECT_EQ(m.optim_bytes, 56u / 8 * 12);
-  // Largest slot: h0, 32 bf16 + 8 gathered INT8 blocks of 8 bytes; three slots.
-  EXPECT_EQ(m.gather_buffer_bytes, 3u * (64 + 8 * 8));
+  // Largest slot: h0, 32 bf16 + 8 gathered shards of one INT8 block (32 codes + scale); three slots.
+  EXPECT_EQ(m.gather_buffer_bytes, 3u * (64 + 8 * 36));
   EXPECT_EQ(m.grad_buffer_bytes, 64u);
+  EXPECT_EQ(m.boundary_buffer_bytes, 7u * 2);  // G and O share a domain: only the refresh source
 }
 
 TEST(MemoryPlan, ReplicatedStatesAndFp32) {
@@ -50,7 +52,7 @@ TEST(MemoryPlan, ReplicatedStatesAndFp32) {
   EXPECT_EQ(ddp.w_bwd_bytes, 0u);
   EXPECT_EQ(ddp.grad_bytes, 56u * 4);
   EXPECT_EQ(ddp.optim_bytes, 56u * 12);
-  EXPECT_EQ(ddp.working_bytes(), 0u);
+  EXPECT_EQ(ddp.working_bytes(), 56u * 2);  // no gather or gradient buffer; the bf16 refresh source
   const MemoryPlan z3 =
       memory(PartitionPlan::preset("zero3", mini()).with_options({.dtype_mode = DTypeMode::fp32}));
   EXPECT_EQ(z3.w_fwd_bytes, 56u / 8 * 4);

@@ -74,7 +74,8 @@ TEST(PartitionPlan, ConsistencyErrorsNameTheRule) {
                      {"qgZ", "G is replicated"});
   expect_input_error([&] { z3.with_tier(ModelState::grad, 3).validate(t); },
                      {"G is placed on tier 3", "0..2"});
-  expect_input_error([&] { z3.with_options({.quant_block = 7}).validate(t); }, {"quant_block 7", "even"});
+  expect_input_error([&] { z3.with_options({.quant_block = 7}).validate(t); },
+                     {"quant_block 7", "multiple of 32"});
   expect_input_error([&] { z3.with_options({.prefetch_depth = -1}).validate(t); }, {"prefetch_depth -1"});
   expect_input_error([&] { z3.with_options({.grad_accum_steps = 0}).validate(t); },
                      {"gradient_accumulation_steps 0"});

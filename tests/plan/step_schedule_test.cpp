@@ -31,11 +31,11 @@ void expect_bytes(const std::map<std::string, double>& got, const std::map<std::
 }
 
 TEST(QuantizedBytes, CodesPaddedToBlocksPlusOneScalePerBlock) {
-  EXPECT_EQ(quantized_bytes(0, 8, 4), 0u);
-  EXPECT_EQ(quantized_bytes(1, 8, 4), 8u);
-  EXPECT_EQ(quantized_bytes(4, 8, 4), 8u);
-  EXPECT_EQ(quantized_bytes(5, 8, 4), 16u);
-  EXPECT_EQ(quantized_bytes(5, 4, 4), 12u);  // 2 blocks x (2 code bytes + 4)
+  EXPECT_EQ(quantized_bytes(0, 8, 32), 0u);
+  EXPECT_EQ(quantized_bytes(1, 8, 32), 36u);
+  EXPECT_EQ(quantized_bytes(32, 8, 32), 36u);
+  EXPECT_EQ(quantized_bytes(33, 8, 32), 72u);
+  EXPECT_EQ(quantized_bytes(33, 4, 32), 40u);  // 2 blocks x (16 code bytes + 4)
   EXPECT_EQ(quantized_bytes(512, 8, 256), 2u * 260u);
   EXPECT_EQ(quantized_bytes(512, 4, 256), 2u * 132u);
   // The ratios against bf16 the quant helper is held to (block 256): qwZ <= 0.53, qgZ <= 0.28.
@@ -78,16 +78,19 @@ TEST(StepSchedule, Zero3BytesPerTierByHand) {
   expect_bytes(b, {{"gcd", 72 + 48 + 56 + 24}, {"node", 36 + 24 + 28 + 24}, {"system", 18 + 12 + 14 + 24}});
 }
 
-// zeropp, block 4: every W_fwd shard (2, 4, 1 elements) quantizes to one INT8 block = 8 bytes, so each
-// forward gather moves 32/16/8 (gcd/node/system). hpZ backward: bf16 over gcd+node from the secondary
-// shard: P on gcd, P/2 on node (h0 + emb = 48). qgZ per range P: gcd qb4(P/2), node qb4(P/4), system
-// qb4(P/8) with qb4(n) = ceil(n/4) * 6: h1 6/6/6, h0 24/12/6, emb 12/6/6.
+// zeropp, block 32, ranges padded to emb 512, h0 1000, h1 256. qwZ: W_fwd shards of 64, 125, 32
+// elements quantize to 2, 4, 1 INT8 blocks of 36 bytes = s; a gather moves 4s / 2s / s (gcd / node /
+// system); forward s = 72 + 144 + 36 + 72 = 324. hpZ backward: bf16 over gcd+node from the secondary
+// shard, P on gcd and P/2 on node for h0 + emb (1512). qgZ per range P: gcd qb4(P/2), node qb4(P/4),
+// system qb4(P/8) with qb4(n) = ceil(n/32) * 20: h1 80/40/20, h0 320/160/80, emb 160/80/40.
 TEST(StepSchedule, ZeroppBytesPerTierByHand) {
+  const std::vector<RangeSpec> ranges = {{"emb", 512}, {"h0", 1000}, {"h1", 256}};
   const PartitionPlan plan =
-      PartitionPlan::preset("zeropp", mini()).with_options({.qwz = true, .qgz = true, .quant_block = 4});
-  const auto b = bytes(plan);
-  expect_bytes(b, {{"gcd", 128 + 48 + 42 + 24}, {"node", 64 + 24 + 24 + 24}, {"system", 32 + 0 + 18 + 24}});
-  const StepSchedule s(ShardLayout(small_ranges(), mini(), plan), tied_order());
+      PartitionPlan::preset("zeropp", mini()).with_options({.qwz = true, .qgz = true, .quant_block = 32});
+  const auto b = bytes(plan, mini(), ranges);
+  expect_bytes(
+      b, {{"gcd", 1296 + 1512 + 560 + 24}, {"node", 648 + 756 + 280 + 24}, {"system", 324 + 0 + 140 + 24}});
+  const StepSchedule s(ShardLayout(ranges, mini(), plan), tied_order());
   int qgz = 0, qwz = 0;
   for (const auto& c : s.collectives()) {
     if (c.kind == CollectiveKind::all_to_all) {
@@ -101,6 +104,27 @@ TEST(StepSchedule, ZeroppBytesPerTierByHand) {
   }
   EXPECT_EQ(qgz, 3);
   EXPECT_EQ(qwz, 4);
+}
+
+// qgZ on slices too small to pay (quant/qgz_reduce_scatter.hpp) falls back to an fp32 reduce-scatter,
+// and the schedule says so: the small table's last-tier slices are 1..4 elements (20 bytes quantized).
+TEST(StepSchedule, QgzFallbackIsAnFp32ReduceScatter) {
+  const PartitionPlan plan =
+      PartitionPlan::preset("zeropp", mini()).with_options({.qgz = true, .quant_block = 32});
+  const StepSchedule s(ShardLayout(small_ranges(), mini(), plan), tied_order());
+  int reductions = 0;
+  for (const auto& c : s.collectives()) {
+    if (c.purpose != CollectivePurpose::grad_reduce) continue;
+    ++reductions;
+    EXPECT_EQ(c.kind, CollectiveKind::reduce_scatter);
+    EXPECT_EQ(c.dtype, DType::f32);
+    EXPECT_EQ(c.quant_bits, 0);
+  }
+  EXPECT_EQ(reductions, 3);
+  // fp32 reduce-scatter of P = 56 elements: 2P on gcd, P on node, P/2 on system.
+  const auto bwd = s.bytes_per_tier(StepPhase::backward);
+  EXPECT_NEAR(bwd.at("gcd"), 48 + 112, 1e-9);
+  EXPECT_NEAR(bwd.at("system"), 0 + 28, 1e-9);
 }
 
 // three-level (bf16): W on gcd: gathers move P on gcd only (forward 72, backward 48). G on node:
