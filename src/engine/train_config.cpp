@@ -73,15 +73,22 @@ void read_zero(const nlohmann::json& doc, const std::string& where, TrainConfig&
   cfg.plan = kStagePlans[stage];
   cfg.hpz_partition_size = positive_int(f, "zero_hpz_partition_size", 1);
   if (cfg.hpz_partition_size == 1) cfg.hpz_partition_size = 0;
-  cfg.qwz = f.boolean_or("zero_quantized_weights", false);
-  cfg.qgz = f.boolean_or("zero_quantized_gradients", false);
+  if (f.has("zero_quantized_weights")) cfg.qwz = f.boolean("zero_quantized_weights");
+  if (f.has("zero_quantized_gradients")) cfg.qgz = f.boolean("zero_quantized_gradients");
   long long mics = f.integer_or("mics_shard_size", -1);
   if (mics == 0 || mics < -1)
     f.fail("mics_shard_size", fmt::format("must be a positive integer or -1, got {}", mics));
   cfg.mics_shard_size = mics > 0 ? static_cast<int>(mics) : 0;
-  if ((cfg.hpz_partition_size || cfg.qwz || cfg.qgz) && stage != 3)
+  const bool zeropp = cfg.hpz_partition_size || cfg.qwz.value_or(false) || cfg.qgz.value_or(false);
+  if (zeropp && stage != 3)
     f.fail("stage", fmt::format("must be 3 for ZeRO++ options (hpZ, qwZ, qgZ), got {}", stage));
-  if (cfg.hpz_partition_size || cfg.qwz || cfg.qgz) cfg.plan = "zeropp";
+  if (zeropp) {
+    // As in DeepSpeed, each ZeRO++ technique is on only when its key turns it on.
+    cfg.plan = "zeropp";
+    cfg.hpz = cfg.hpz_partition_size > 1;
+    cfg.qwz = cfg.qwz.value_or(false);
+    cfg.qgz = cfg.qgz.value_or(false);
+  }
   if (cfg.mics_shard_size) cfg.plan = "mics";
 }
 
@@ -104,8 +111,9 @@ void read_tierzero(const nlohmann::json& doc, const std::string& where, TrainCon
   cfg.train_steps = positive_int(f, "train_steps", cfg.train_steps);
   cfg.seq_len = positive_int(f, "sequence_length", cfg.seq_len, 0);
   cfg.activation_recompute = f.boolean_or("activation_recompute", cfg.activation_recompute);
-  cfg.qwz = f.boolean_or("qwz", cfg.qwz);
-  cfg.qgz = f.boolean_or("qgz", cfg.qgz);
+  if (f.has("qwz")) cfg.qwz = f.boolean("qwz");
+  if (f.has("qgz")) cfg.qgz = f.boolean("qgz");
+  if (f.has("hpz")) cfg.hpz = f.boolean("hpz");
 }
 
 bool enabled(const nlohmann::json& doc, const std::string& where) {
@@ -173,9 +181,10 @@ nlohmann::json TrainConfig::to_json() const {
                       {"max_nonfinite_steps", max_nonfinite_steps},
                       {"train_steps", train_steps},
                       {"sequence_length", seq_len},
-                      {"activation_recompute", activation_recompute},
-                      {"qwz", qwz},
-                      {"qgz", qgz}};
+                      {"activation_recompute", activation_recompute}};
+  if (qwz) t["qwz"] = *qwz;
+  if (qgz) t["qgz"] = *qgz;
+  if (hpz) t["hpz"] = *hpz;
   for (auto [key, v] : {std::pair{"W_fwd", &placement.w_fwd},
                         {"W_bwd", &placement.w_bwd},
                         {"G", &placement.g},

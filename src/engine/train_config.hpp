@@ -13,7 +13,8 @@
 //                      mics_shard_size, overlap_comm, contiguous_gradients, reduce_scatter}
 // tierzero keys:
 //   tierzero {plan: preset name, W_fwd, W_bwd, G, O: tier name or "replicated", prefetch_depth,
-//             quant_block_size, max_nonfinite_steps, train_steps, sequence_length, activation_recompute}
+//             quant_block_size, max_nonfinite_steps, train_steps, sequence_length, activation_recompute,
+//             qwz, qgz, hpz}
 #pragma once
 
 #include <nlohmann/json_fwd.hpp>
@@ -58,10 +59,10 @@ struct TrainConfig {
 
   // Plan: DeepSpeed's zero_optimization mapped to a preset, or tierzero.plan naming one.
   std::string plan = "zero3";
-  int hpz_partition_size = 0;  // zero_hpz_partition_size (> 1: W_bwd on the domain of that size)
-  int mics_shard_size = 0;     // mics_shard_size (> 0: all states on the domain of that size)
-  bool qwz = false;
-  bool qgz = false;
+  int hpz_partition_size = 0;    // zero_hpz_partition_size (> 1: W_bwd on the domain of that size)
+  int mics_shard_size = 0;       // mics_shard_size (> 0: all states on the domain of that size)
+  std::optional<bool> qwz, qgz;  // unset: the preset's choice (zeropp turns both on)
+  std::optional<bool> hpz;       // unset: the preset's choice; DeepSpeed configs: partition size > 1
   PlacementOverrides placement;
   int prefetch_depth = 1;
   int quant_block_size = 0;     // 0: the quantizer's default

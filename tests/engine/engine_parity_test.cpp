@@ -89,7 +89,8 @@ void expect_parity(const EngineRun& got, const test::ReferenceRun& ref, double l
     const double l = got.steps[i].loss, r = ref.steps[i].loss;
     EXPECT_LE(std::abs(l - r), loss_tol * std::abs(r))
         << what << " step " << i << ": loss " << l << " vs " << r;
-    EXPECT_LE(std::abs(got.steps[i].grad_norm - ref.steps[i].grad_norm), norm_tol * ref.steps[i].grad_norm + 1e-6)
+    EXPECT_LE(std::abs(got.steps[i].grad_norm - ref.steps[i].grad_norm),
+              norm_tol * ref.steps[i].grad_norm + 1e-6)
         << what << " step " << i << ": grad norm";
     EXPECT_FALSE(got.steps[i].skipped) << what << " step " << i;
   }

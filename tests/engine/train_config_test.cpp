@@ -38,7 +38,7 @@ TEST(TrainConfig, ReadsDeepSpeedKeys) {
   EXPECT_FALSE(cfg.bf16);
   EXPECT_EQ(cfg.plan, "zeropp");
   EXPECT_EQ(cfg.hpz_partition_size, 8);
-  EXPECT_TRUE(cfg.qwz && cfg.qgz);
+  EXPECT_TRUE(cfg.qwz.value() && cfg.qgz.value() && cfg.hpz.value());
 }
 
 TEST(TrainConfig, StagesMapToPresetsAndTierzeroKeysOverride) {
