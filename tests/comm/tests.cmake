@@ -18,3 +18,15 @@ set_tests_properties(comm_mpi_timeout_report PROPERTIES PASS_REGULAR_EXPRESSION
 tz_add_mpi_test(NAME comm_mpi_size_check_report NP 4 TIMEOUT 60 COMMAND $<TARGET_FILE:tz_mpi_collectives> --size-check)
 set_tests_properties(comm_mpi_size_check_report PROPERTIES PASS_REGULAR_EXPRESSION
   "size check failed, ranks disagree: world rank\\(s\\) \\{0,2,3\\}: all_reduce count=5 dtype=f32; world rank\\(s\\) \\{1\\}: all_reduce count=6 dtype=f32")
+
+# `tierzero bench comm` smoke runs (tiny sizes): the whole frontier-mini table at 8 ranks as JSON,
+# and a text table on 2 ranks of a flat world.
+tz_add_mpi_test(NAME comm_bench_frontier_mini_np8 NP 8 TIMEOUT 180
+  COMMAND $<TARGET_FILE:tierzero> bench comm --topology frontier-mini --emulate --min-bytes 1024 --max-bytes 4096
+          --step-factor 4 --rounds 1 --warmup 1 --iters 2 --format json)
+set_tests_properties(comm_bench_frontier_mini_np8 PROPERTIES PASS_REGULAR_EXPRESSION
+  "\"group\": \"world-hier\".*\"op\": \"all_reduce\"")
+tz_add_mpi_test(NAME comm_bench_flat_np2 NP 2 TIMEOUT 120
+  COMMAND $<TARGET_FILE:tierzero> bench comm --topology flat --min-bytes 4096 --max-bytes 4096 --rounds 1
+          --warmup 1 --iters 2 --ops all_gather,reduce_scatter --dtype bf16)
+set_tests_properties(comm_bench_flat_np2 PROPERTIES PASS_REGULAR_EXPRESSION "group world \\(2 ranks, flat\\), reduce_scatter")
