@@ -32,7 +32,9 @@ class Pool {
     workers_.clear();
     stop_ = false;
     threads_ = threads;
-    for (int i = 1; i < threads; ++i) workers_.emplace_back([this] { work_loop(); });
+    // Workers start from the current generation, so a job posted before they first wait still wakes them.
+    const std::uint64_t start = generation_;
+    for (int i = 1; i < threads; ++i) workers_.emplace_back([this, start] { work_loop(start); });
   }
 
   void run(std::size_t n, std::size_t grain, const std::function<void(std::size_t, std::size_t)>& fn) {
@@ -70,12 +72,7 @@ class Pool {
     }
   }
 
-  void work_loop() {
-    std::uint64_t seen = 0;
-    {
-      std::lock_guard lk(mu_);
-      seen = generation_;
-    }
+  void work_loop(std::uint64_t seen) {
     for (;;) {
       {
         std::unique_lock lk(mu_);
