@@ -11,14 +11,17 @@ constexpr double kGiB = double(1ull << 30);
 
 std::string placements(const Topology& topo, const PartitionPlan& p) {
   std::string s;
-  for (ModelState st : kModelStates) s += (s.empty() ? "" : " ") + placement_name(topo, p.tier(st));
+  for (ModelState st : kModelStates) {
+    if (!s.empty()) s += ' ';
+    s.append(placement_name(topo, p.tier(st)));
+  }
   return s;
 }
 
 std::string quant(const PartitionPlan& p) {
-  std::string s = p.options().qwz ? "qwZ" : "";
-  if (p.options().qgz) s += s.empty() ? "qgZ" : "+qgZ";
-  return s.empty() ? "-" : s;
+  if (p.options().qwz && p.options().qgz) return "qwZ+qgZ";
+  if (p.options().qwz) return "qwZ";
+  return p.options().qgz ? "qgZ" : "-";
 }
 
 }  // namespace
