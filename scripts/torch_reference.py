@@ -95,7 +95,7 @@ def main():
     logits, loss = forward(params, idx, targets)
     loss.backward()
     blobs = [("logits", logits.detach().reshape(-1))]
-    blobs += [("grad:" + t["name"], params[t["name"]].grad.reshape(-1)) for t in tensors]
+    blobs += [("grad:" + t["name"], params[t["name"]].grad.detach().clone().reshape(-1)) for t in tensors]
 
     decay = [params[t["name"]] for t in tensors if t["weight_decay"]]
     no_decay = [params[t["name"]] for t in tensors if not t["weight_decay"]]
