@@ -1,10 +1,10 @@
 // The Communicator over any Transport (make_communicator). Like a NCCL stream, each communicator has
-// one progress thread that runs its collectives in issue order; the caller gets a Work handle at
-// once. Arguments are validated at issue time on the calling thread (InputError); a failure while
-// communicating (timeout, size mismatch, a failed dependency) is a CommError, fails that Work, and
-// leaves the communicator unusable: every later collective on it fails at once with the first error,
-// as in NCCL after an abort, since the ranks no longer agree on what comes next.
-// Sequence numbers count the collectives (and splits) issued on this communicator, from 1.
+// a Stream (stream.hpp) that runs its collectives in issue order, on its progress thread or on a
+// thread waiting for them; the caller gets a Work handle at once. Arguments are validated at issue time on
+// the calling thread (InputError); a failure while communicating (timeout, size mismatch, a failed
+// dependency) is a CommError, fails that Work, and leaves the communicator unusable: every later collective
+// on it fails at once with the first error, as in NCCL after an abort, since the ranks no longer agree on
+// what comes next. Sequence numbers count the collectives (and splits) issued on this communicator, from 1.
 #include <fmt/format.h>
 
 #include <condition_variable>
@@ -17,6 +17,7 @@
 #include "comm/algorithms.hpp"
 #include "comm/communicator.hpp"
 #include "comm/reduce.hpp"
+#include "comm/stream.hpp"
 #include "comm/work_state.hpp"
 #include "core/error.hpp"
 
@@ -64,18 +65,11 @@ class StreamCommunicator final : public Communicator {
       : transport_(std::move(transport)),
         label_(std::move(label)),
         options_(options),
-        ledger_(ledger ? std::move(ledger) : std::make_shared<TrafficLedger>()) {
-    thread_ = std::thread([this] { progress_loop(); });
-  }
+        ledger_(ledger ? std::move(ledger) : std::make_shared<TrafficLedger>()),
+        stream_(std::make_shared<Stream>()) {}
 
-  ~StreamCommunicator() override {
-    {
-      std::lock_guard lock(mu_);
-      stop_ = true;
-    }
-    cv_.notify_all();
-    thread_.join();
-  }
+  // Runs what is still queued (Works may be dropped unwaited), then stops the progress thread.
+  ~StreamCommunicator() override { stream_->shutdown(); }
 
   int rank() const override { return transport_->rank(); }
   int size() const override { return transport_->size(); }
@@ -133,7 +127,7 @@ class StreamCommunicator final : public Communicator {
   }
 
   std::unique_ptr<Communicator> split(int color, int key, std::string label) override {
-    auto state = std::make_shared<Work::State>();
+    auto state = std::make_shared<Work::State>(stream_);
     std::unique_ptr<Transport> sub;
     const std::uint64_t seq = ++next_seq_;
     enqueue([this, state, seq, color, key, &sub] {
@@ -213,27 +207,7 @@ class StreamCommunicator final : public Communicator {
     }
   }
 
-  void enqueue(std::function<void()> task) {
-    {
-      std::lock_guard lock(mu_);
-      queue_.push_back(std::move(task));
-    }
-    cv_.notify_all();
-  }
-
-  void progress_loop() {
-    for (;;) {
-      std::function<void()> task;
-      {
-        std::unique_lock lock(mu_);
-        cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
-        if (queue_.empty()) return;  // stop requested and nothing left to run
-        task = std::move(queue_.front());
-        queue_.pop_front();
-      }
-      task();
-    }
-  }
+  void enqueue(std::function<void()> task) { stream_->enqueue(std::move(task)); }
 
   std::unique_ptr<Transport> transport_;
   std::string label_;
@@ -245,11 +219,7 @@ class StreamCommunicator final : public Communicator {
   Workspace workspace_;
   std::string broken_;
 
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<std::function<void()>> queue_;
-  bool stop_ = false;
-  std::thread thread_;
+  std::shared_ptr<Stream> stream_;  // last: its tasks use the members above
 };
 
 }  // namespace

@@ -15,6 +15,14 @@ void Work::State::finish(std::exception_ptr e) {
 }
 
 std::exception_ptr Work::State::wait_quietly() {
+  for (;;) {
+    {
+      std::lock_guard lock(mu);
+      if (finished) return error;
+    }
+    std::shared_ptr<Stream> s = stream.lock();
+    if (!s || !s->try_run_one()) break;  // the progress thread is on it (or it is gone): block
+  }
   std::unique_lock lock(mu);
   cv.wait(lock, [&] { return finished; });
   return error;

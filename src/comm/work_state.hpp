@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "comm/communicator.hpp"
+#include "comm/stream.hpp"
 
 namespace tz {
 
@@ -19,9 +20,13 @@ struct Work::State {
   bool finished = false;
   std::exception_ptr error;
   std::vector<std::shared_ptr<void>> keep_alive;
+  std::weak_ptr<Stream> stream;  // the stream that runs it: a waiter runs queued tasks itself
+
+  explicit State(std::weak_ptr<Stream> s = {}) : stream(std::move(s)) {}
 
   void finish(std::exception_ptr e);
-  // Blocks until finished; returns the error (null on success) without throwing.
+  // Blocks until finished (running the stream's queued tasks meanwhile where no one else is); returns
+  // the error (null on success) without throwing.
   std::exception_ptr wait_quietly();
 };
 
