@@ -14,6 +14,7 @@
 #include "core/error.hpp"
 #include "perf/auto_planner.hpp"
 #include "perf/cost_report.hpp"
+#include "perf/sim_step.hpp"
 
 namespace tz::cli {
 namespace {
@@ -30,7 +31,29 @@ struct SimulateArgs {
   bool no_overlap = false;
   std::string out = "simulate-out";
   bool no_charts = false;
+  bool sim_check = false;
 };
+
+// The step's collectives on the simulated transport (same comm code) beside the closed form.
+void print_sim_check(const perf::ModelShape& model, const Topology& topo,
+                     const std::vector<std::string>& plans, const PlanOptions& base) {
+  if (topo.world_size() > 64) {
+    fmt::print("\nsimulated transport: skipped ({} ranks; it runs one thread per rank, at most 64)\n",
+               topo.world_size());
+    return;
+  }
+  fmt::print("\nsimulated transport at {} ranks: the step's collectives run by comm/ on a simulated clock\n",
+             topo.world_size());
+  fmt::print("{:<14} {:<10} {:>14} {:>14} {:>14}\n", "plan", "tier", "simulated_s", "closed_form_s",
+             "ledger_GB");
+  for (const auto& name : plans) {
+    const perf::SimStepResult r =
+        perf::simulate_step_comm(model, topo, perf::preset_with_options(name, topo, base));
+    for (const auto& t : r.tiers)
+      fmt::print("{:<14} {:<10} {:>14.6f} {:>14.6f} {:>14.4f}\n", name, t.name, t.simulated_s,
+                 t.closed_form_s, t.ledger_bytes / 1e9);
+  }
+}
 
 void write_charts(const std::filesystem::path& dir, const std::vector<std::string>& plans,
                   const Topology& largest) {
@@ -136,6 +159,7 @@ int run_simulate(const SimulateArgs& a) {
         largest.world_size(), ratio("zeropp", "zero3"), ratio("three-level", "zeropp"), tl.begin()->first,
         tl.rbegin()->first, tl.rbegin()->second / tl.begin()->second);
   }
+  if (a.sim_check) print_sim_check(model, base_topo.resolve_outer(a.nodes.front()), a.plans, base);
   if (!a.no_charts) write_charts(dir, a.plans, largest);
   fmt::print("wrote {}/sweep.csv, sweep.json, scaling.csv, traffic.csv{}\n", dir.string(),
              a.no_charts ? "" : ", scaling.png, traffic.png");
@@ -163,6 +187,8 @@ const bool registered = register_command(
        sub.add_flag("--no-overlap", a->no_overlap, "run communication and compute back to back");
        sub.add_option("--out", a->out, "output folder")->capture_default_str();
        sub.add_flag("--no-charts", a->no_charts, "skip gnuplot");
+       sub.add_flag("--sim-check", a->sim_check,
+                    "also run the step's collectives on the simulated transport at the first --nodes size");
        return [a] { return run_simulate(*a); };
      }});
 

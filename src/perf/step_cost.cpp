@@ -8,8 +8,6 @@
 #include "perf/model_ranges.hpp"
 #include "perf/overlap_schedule.hpp"
 #include "perf/step_flops.hpp"
-#include "plan/shard_layout.hpp"
-#include "plan/step_schedule.hpp"
 
 namespace tz::perf {
 namespace {
@@ -27,6 +25,15 @@ double collective_seconds(const ScheduledCollective& c, const Topology& topo, st
 
 }  // namespace
 
+PlannedStep plan_step(const ModelShape& model, const Topology& topo, const PartitionPlan& plan) {
+  const ModelRanges mr = model_ranges(model.config);
+  std::vector<RangeSpec> ranges;
+  for (std::size_t i = 0; i < mr.names.size(); ++i) ranges.push_back(RangeSpec{mr.names[i], mr.numel[i]});
+  ShardLayout layout(std::move(ranges), topo, plan);
+  StepSchedule schedule(layout, AcquisitionOrder{mr.forward, mr.backward});
+  return PlannedStep{std::move(layout), std::move(schedule)};
+}
+
 StepCost predict_step(const ModelShape& model, const Topology& topo, const PartitionPlan& plan,
                       const CostOptions& options) {
   TZ_CHECK(topo.resolved(), "cost model needs a resolved topology");
@@ -43,10 +50,9 @@ StepCost predict_step(const ModelShape& model, const Topology& topo, const Parti
   const int seq = model.seq_len(), b = po.micro_batch_size, accum = po.grad_accum_steps;
 
   const ModelRanges mr = model_ranges(cfg);
-  std::vector<RangeSpec> ranges;
-  for (std::size_t i = 0; i < mr.names.size(); ++i) ranges.push_back(RangeSpec{mr.names[i], mr.numel[i]});
-  const ShardLayout layout(std::move(ranges), topo, plan);
-  const StepSchedule schedule(layout, AcquisitionOrder{mr.forward, mr.backward});
+  const PlannedStep planned = plan_step(model, topo, plan);
+  const ShardLayout& layout = planned.layout;
+  const StepSchedule& schedule = planned.schedule;
 
   // Compute per acquisition of one micro-batch: forward then backward.
   const double rate = dev.peak_tflops * 1e12 * options.achievable_fraction;

@@ -22,6 +22,8 @@
 #include "perf/model_shape.hpp"
 #include "plan/memory_plan.hpp"
 #include "plan/partition_plan.hpp"
+#include "plan/shard_layout.hpp"
+#include "plan/step_schedule.hpp"
 #include "topology/topology.hpp"
 
 namespace tz::perf {
@@ -60,6 +62,14 @@ struct StepCost {
   double capacity_bytes = 0;  // device memory; 0 = unknown
   bool fits = true;
 };
+
+// The shard layout and step schedule of a plan for the model (ranges and acquisition order from
+// model/): what the engine runs and what the cost model and the simulator price.
+struct PlannedStep {
+  ShardLayout layout;
+  StepSchedule schedule;
+};
+PlannedStep plan_step(const ModelShape& model, const Topology& topo, const PartitionPlan& plan);
 
 // `topo` must be resolved; the plan's options give micro-batch size, accumulation, prefetch depth.
 StepCost predict_step(const ModelShape& model, const Topology& topo, const PartitionPlan& plan,
