@@ -12,7 +12,9 @@
 
 #include "cli/command_registry.hpp"
 #include "core/error.hpp"
+#include "core/json_fields.hpp"
 #include "perf/auto_planner.hpp"
+#include "perf/calibration.hpp"
 #include "perf/cost_report.hpp"
 #include "perf/sim_step.hpp"
 
@@ -32,6 +34,9 @@ struct SimulateArgs {
   std::string out = "simulate-out";
   bool no_charts = false;
   bool sim_check = false;
+  std::string calibrate_from;
+  double measured_tflops = 0;
+  std::string write_topology;
 };
 
 // The step's collectives on the simulated transport (same comm code) beside the closed form.
@@ -79,7 +84,22 @@ void write_charts(const std::filesystem::path& dir, const std::vector<std::strin
     fmt::print(stderr, "simulate: gnuplot failed (is gnuplot-nox installed?); CSV and JSON are written\n");
 }
 
+int run_calibrate(const SimulateArgs& a) {
+  if (a.write_topology.empty()) fail_input("--calibrate-from needs --write-topology FILE");
+  const nlohmann::json doc = perf::calibrated_topology_json(
+      Topology::load(a.topology), read_json_file(a.calibrate_from), a.measured_tflops, a.calibrate_from);
+  Topology::from_json(doc, a.write_topology);  // it must read back
+  std::ofstream(a.write_topology) << doc.dump(2) << "\n";
+  fmt::print("wrote {}:\n", a.write_topology);
+  for (const auto& t : doc["tiers"])
+    fmt::print("  {:<10} {:>10.3f} GB/s {:>10.2f} us   {}\n", t["name"].get<std::string>(),
+               t["bandwidth_gbps"].get<double>(), t["latency_us"].get<double>(),
+               t["source"].get<std::string>());
+  return 0;
+}
+
 int run_simulate(const SimulateArgs& a) {
+  if (!a.calibrate_from.empty()) return run_calibrate(a);
   const Topology base_topo = Topology::load(a.topology);
   const perf::ModelShape model = perf::load_model_shape(a.model);
   PlanOptions base;
@@ -189,6 +209,12 @@ const bool registered = register_command(
        sub.add_flag("--no-charts", a->no_charts, "skip gnuplot");
        sub.add_flag("--sim-check", a->sim_check,
                     "also run the step's collectives on the simulated transport at the first --nodes size");
+       sub.add_option("--calibrate-from", a->calibrate_from,
+                      "calibrate instead of sweeping: a `tierzero bench comm --format json` result");
+       sub.add_option("--measured-tflops", a->measured_tflops,
+                      "with --calibrate-from: the measured model-step rate, written as device peak_tflops");
+       sub.add_option("--write-topology", a->write_topology,
+                      "with --calibrate-from: the topology file to write");
        return [a] { return run_simulate(*a); };
      }});
 
