@@ -22,16 +22,18 @@ void all_gather_ring(Collective& c, const std::byte* own, std::byte* buf,
     return;
   }
 
+  // Chunks exist to forward data as it arrives; with two ranks nothing is forwarded: one message.
+  const std::size_t chunk = p == 2 ? std::max<std::size_t>(offsets[p], 1) : c.chunk_bytes();
   std::vector<Request> recvs;
   for (int s = 0; s + 1 < p; ++s) {
     const int b = (r - s - 1 + p) % p;
-    const Chunks ch(block_bytes(b), c.chunk_bytes());
+    const Chunks ch(block_bytes(b), chunk);
     for (std::size_t k = 0; k < ch.count; ++k)
       recvs.push_back(c.recv(block(b) + ch.offset(k), ch.length(k), c.left()));
   }
   std::vector<Request> sends;
   {
-    const Chunks ch(block_bytes(r), c.chunk_bytes());
+    const Chunks ch(block_bytes(r), chunk);
     for (std::size_t k = 0; k < ch.count; ++k)
       sends.push_back(c.send(own + ch.offset(k), ch.length(k), c.right()));
   }
@@ -40,7 +42,7 @@ void all_gather_ring(Collective& c, const std::byte* own, std::byte* buf,
   std::size_t next = 0;
   for (int s = 0; s + 1 < p; ++s) {
     const int b = (r - s - 1 + p) % p;
-    const Chunks ch(block_bytes(b), c.chunk_bytes());
+    const Chunks ch(block_bytes(b), chunk);
     for (std::size_t k = 0; k < ch.count; ++k) {
       c.wait(recvs[next++]);
       if (s + 2 < p) sends.push_back(c.send(block(b) + ch.offset(k), ch.length(k), c.right()));
