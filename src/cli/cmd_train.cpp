@@ -1,140 +1,172 @@
-// `tierzero train`: single-process GPT training (one rank) with the reference trainer
-// (model/trainer_single.hpp). Prints the unigram entropy of the data first, in nats like the loss,
-// then per step: loss, learning rate, gradient norm, tokens/s and GFLOP/s (model/flops.hpp).
+// `tierzero train`: trains the GPT under a partition plan on every rank of the world (one process is
+// a world of one; under mpirun/srun every rank runs this). The DeepSpeed-style --config file sets the
+// run (engine/train_config.hpp); options given on the command line override it. Rank 0 prints the
+// plan, the memory per rank, the bytes per tier next to zero3's, and one line per step
+// (engine/train_session.hpp).
 #include <fmt/format.h>
 
-#include <fstream>
-#include <nlohmann/json.hpp>
+#include <cstdlib>
 #include <thread>
 
 #include "cli/command_registry.hpp"
+#include "comm/mesh.hpp"
+#include "comm/mpi/mpi_world.hpp"
 #include "core/error.hpp"
-#include "data/token_data.hpp"
-#include "model/flops.hpp"
+#include "engine/train_session.hpp"
 #include "model/gpt_init.hpp"
 #include "model/parameter_file.hpp"
-#include "model/trainer_single.hpp"
 
 namespace tz::cli {
 namespace {
 
 struct TrainArgs {
+  std::string config;  // DeepSpeed-style JSON; empty: defaults
   std::string model = "gpt-tiny";
-  std::string data;  // empty: the fortunes corpus
-  int steps = 300;
-  int batch = 8;
-  int seq = 0;  // 0: n_positions
-  int grad_accum = 1;
-  float lr = 1e-3f;
-  float min_lr = -1;  // < 0: lr / 10
-  int warmup = 20;
-  float weight_decay = 0.1f;
-  float clip = 1.0f;
-  std::uint64_t seed = 1337;
-  int threads = 0;  // 0: all hardware threads
-  bool recompute = false;
-  int log_every = 10;
-  std::string metrics;
-  std::string init_out;
+  std::string topology = "flat";
+  bool emulate = false;
+  std::string data;
+  std::string plan;
+  int steps = 0, batch = 0, seq = 0, grad_accum = 0, warmup = -1, log_every = 0, threads = 0;
+  double lr = 0, clip = -1;
+  std::int64_t seed = -1;
+  bool fp32 = false, recompute = false, print_plan = false, no_progress = false;
+  std::string metrics, compare_plan = "zero3", init_out;
+  double timeout_s = 300;
+  int inject_nan_step = -1, inject_nan_rank = 0;  // fault injection, for tests
 };
 
+// Threads per rank: the cores shared by the ranks of this host.
+int default_threads() {
+  int local = 1;
+  for (const char* var : {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", "SLURM_NTASKS_PER_NODE"})
+    if (const char* v = std::getenv(var)) local = std::max(1, std::atoi(v));
+  return std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / local);
+}
+
+TrainConfig build_config(const TrainArgs& a) {
+  TrainConfig c = a.config.empty() ? TrainConfig{} : TrainConfig::load(a.config);
+  if (a.config.empty()) {  // defaults of a quick run on the tiny model
+    c.micro_batch = 8;
+    c.train_steps = 300;
+    c.adamw.lr = 1e-3;
+    c.schedule.warmup_steps = 20;
+    c.steps_per_print = 10;
+  }
+  if (!a.plan.empty()) c.plan = a.plan;
+  if (a.steps > 0) c.train_steps = a.steps;
+  if (a.batch > 0) c.micro_batch = a.batch;
+  if (a.seq > 0) c.seq_len = a.seq;
+  if (a.grad_accum > 0) c.grad_accum = a.grad_accum;
+  if (a.warmup >= 0) c.schedule.warmup_steps = a.warmup;
+  if (a.log_every > 0) c.steps_per_print = a.log_every;
+  if (a.lr > 0) c.adamw.lr = a.lr;
+  if (a.clip >= 0) c.grad_clip = a.clip;
+  if (a.seed >= 0) c.seed = static_cast<std::uint64_t>(a.seed);
+  if (a.fp32) c.bf16 = false;
+  if (a.recompute) c.activation_recompute = true;
+  return c;
+}
+
 int run_train(const TrainArgs& a) {
-  const GptConfig config = GptConfig::load(a.model);
-  TrainOptions opt;
-  opt.batch = a.batch;
-  opt.seq = a.seq > 0 ? a.seq : config.n_positions;
-  opt.grad_accum = a.grad_accum;
-  opt.schedule = {.max_lr = a.lr,
-                  .min_lr = a.min_lr >= 0 ? a.min_lr : a.lr / 10,
-                  .warmup_steps = a.warmup,
-                  .decay_steps = std::max(a.steps, a.warmup + 1)};
-  opt.adamw.weight_decay = a.weight_decay;
-  opt.grad_clip = a.clip;
-  opt.seed = a.seed;
-  opt.threads =
-      a.threads > 0 ? a.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  opt.recompute = a.recompute;
-  if (a.steps < 0) fail_input("train: --steps must be >= 0, got {}", a.steps);
+  MpiSession session;
+  int world_size = 1;
+  try {
+    const GptConfig model = GptConfig::load(a.model);
+    if (!a.init_out
+             .empty()) {  // the initial weights the PyTorch reference loads (scripts/torch_reference.py)
+      const ParameterLayout layout(model);
+      std::vector<float> params(layout.total_numel());
+      const std::uint64_t seed = a.seed >= 0 ? static_cast<std::uint64_t>(a.seed) : build_config(a).seed;
+      gpt2_init(params.data(), layout, seed);
+      write_parameter_file(a.init_out, layout, params.data());
+      fmt::print("wrote initial parameters ({} floats, seed {}) to {} and {}.json\n", layout.total_numel(),
+                 seed, a.init_out, a.init_out);
+      if (a.steps == 0) return 0;
+    }
+    TrainSessionArgs args;
+    args.config = build_config(a);
+    args.model = model;
+    args.data = a.data;
+    args.threads = a.threads > 0 ? a.threads : default_threads();
+    args.metrics_path = a.metrics;
+    args.compare_plan = a.compare_plan;
+    args.print_plan_only = a.print_plan;
+    args.progress = !a.no_progress;
+    args.inject_nan_step = a.inject_nan_step;
+    args.inject_nan_rank = a.inject_nan_rank;
 
-  if (!a.init_out.empty()) {
-    ParameterLayout layout(config);
-    std::vector<float> params(layout.total_numel());
-    gpt2_init(params.data(), layout, a.seed);
-    write_parameter_file(a.init_out, layout, params.data());
-    fmt::print("wrote initial parameters ({} floats, seed {}) to {} and {}.json\n", layout.total_numel(),
-               a.seed, a.init_out, a.init_out);
-    if (a.steps == 0) return 0;
+    CommOptions options;
+    options.timeout_s = a.timeout_s;
+    std::unique_ptr<Communicator> world = make_mpi_world(options);
+    world_size = world->size();
+    Topology topo = Topology::load(a.topology).resolve(world_size);
+    check_hosts(topo, *world, a.emulate);
+    Mesh mesh(topo, std::move(world));
+    run_train_session(mesh, args);
+    return 0;
+  } catch (const InputError& e) {
+    if (world_size > 1) return abort_world(fmt::format("error: {}", e.what()), 2);
+    fmt::print(stderr, "tierzero: error: {}\n", e.what());
+    return 2;
+  } catch (const CommError& e) {
+    return abort_world(fmt::format("communication error: {}", e.what()), 3);
+  } catch (const std::exception& e) {
+    if (world_size > 1) return abort_world(e.what(), 1);
+    fmt::print(stderr, "tierzero: {}\n", e.what());
+    return 1;
   }
-
-  TokenData data = a.data.empty() ? load_fortunes_corpus() : load_token_file(a.data);
-  if (data.max_token() >= config.vocab_size)
-    fail_input("data {}: token {} does not fit the model's vocab_size {}", data.origin, data.max_token(),
-               config.vocab_size);
-  const double h = unigram_entropy_nats(data.tokens);
-  const ParameterLayout layout(config);
-  fmt::print("model {}: {} layers, width {}, {} heads, vocab {}, {} parameters\n", a.model, config.n_layer,
-             config.n_embd, config.n_head, config.vocab_size, layout.total_numel());
-  fmt::print("data {} ({}): {} tokens; unigram entropy {:.4f} nats ({:.4f} bits) per token\n", data.origin,
-             data.format, data.tokens.size(), h, h / std::log(2.0));
-  fmt::print(
-      "batch {} x seq {} x accum {}, {} threads, {:.3f} GFLOP per step (72LC^2 + 12LTC + 6VC per token)\n",
-      opt.batch, opt.seq, opt.grad_accum, opt.threads,
-      opt.grad_accum * training_step_flops(config, opt.batch, opt.seq) / 1e9);
-
-  std::ofstream metrics;
-  if (!a.metrics.empty()) {
-    metrics.open(a.metrics);
-    if (!metrics) fail_input("train: cannot open --metrics file {}", a.metrics);
-  }
-  double loss_avg = 0;
-  auto records = train_single(config, data.tokens, a.steps, opt, [&](const StepRecord& r) {
-    loss_avg = r.step == 0 ? r.loss : 0.9 * loss_avg + 0.1 * r.loss;
-    if (r.step % a.log_every == 0 || r.step + 1 == a.steps)
-      fmt::print(
-          "step {:5d}  loss {:.4f}  (avg {:.4f}, unigram {:.4f})  lr {:.2e}  grad_norm {:.3f}  {:.0f} tok/s  "
-          "{:.1f} GFLOP/s\n",
-          r.step, r.loss, loss_avg, h, r.lr, r.grad_norm, r.tokens_per_s, r.gflops);
-    if (metrics.is_open())
-      metrics << nlohmann::json{{"step", r.step},       {"loss", r.loss},
-                                {"lr", r.lr},           {"grad_norm", r.grad_norm},
-                                {"seconds", r.seconds}, {"tokens_per_s", r.tokens_per_s},
-                                {"gflops", r.gflops},   {"unigram_entropy", h}}
-                     .dump()
-              << "\n";
-  });
-  if (!records.empty())
-    fmt::print("final loss {:.4f} (smoothed {:.4f}) vs unigram entropy {:.4f} nats: {}\n",
-               records.back().loss, loss_avg, h, loss_avg < h ? "below" : "not below");
-  return 0;
 }
 
 const bool registered = register_command(
-    {"train", "Train a GPT on one process (default: tiny config on the fortunes corpus)",
+    {"train",
+     "Train a GPT under a partition plan: one process, or every rank under mpirun (default: tiny model, "
+     "fortunes corpus)",
      [](CLI::App& sub) -> RunFn {
        auto a = std::make_shared<TrainArgs>();
+       sub.add_option("--config", a->config,
+                      "DeepSpeed-style training JSON (train_micro_batch_size_per_gpu, zero_optimization, "
+                      "optimizer, scheduler, bf16, tierzero {plan, W_fwd, W_bwd, G, O, ...})");
        sub.add_option("--model", a->model,
                       "model preset (gpt-tiny, gpt-small, ...) or GPT-2 style config.json")
            ->capture_default_str();
+       sub.add_option("--topology", a->topology,
+                      "topology preset (frontier-mini, frontier, dgx-h100, flat) or JSON")
+           ->capture_default_str();
+       sub.add_flag("--emulate", a->emulate, "allow a multi-node topology on one machine");
+       sub.add_option("--plan", a->plan,
+                      "partition plan preset: ddp, zero1, zero2, zero3, zeropp, mics, hsdp, three-level");
        sub.add_option("--data", a->data,
                       "text file (bytes) or .bin token shard (llm.c or nanoGPT); default: fortunes");
-       sub.add_option("--steps", a->steps, "optimizer steps")->capture_default_str();
-       sub.add_option("--batch", a->batch, "sequences per micro-batch")->capture_default_str();
+       sub.add_option("--steps", a->steps,
+                      "optimizer steps (default 300, or the config's tierzero.train_steps)");
+       sub.add_option("--batch", a->batch, "sequences per micro-batch per rank (default 8)");
        sub.add_option("--seq", a->seq, "sequence length (default: n_positions)");
-       sub.add_option("--grad-accum", a->grad_accum, "micro-batches per step")->capture_default_str();
-       sub.add_option("--lr", a->lr, "peak learning rate")->capture_default_str();
-       sub.add_option("--min-lr", a->min_lr, "final learning rate of the cosine (default: lr/10)");
-       sub.add_option("--warmup", a->warmup, "linear warmup steps")->capture_default_str();
-       sub.add_option("--weight-decay", a->weight_decay, "AdamW decoupled weight decay")
-           ->capture_default_str();
-       sub.add_option("--clip", a->clip, "max global gradient norm (0: off)")->capture_default_str();
-       sub.add_option("--seed", a->seed, "initialisation and data-order seed")->capture_default_str();
-       sub.add_option("--threads", a->threads, "kernel + OpenBLAS threads (default: all cores)");
+       sub.add_option("--grad-accum", a->grad_accum, "micro-batches per step");
+       sub.add_option("--lr", a->lr, "peak learning rate (default 1e-3)");
+       sub.add_option("--warmup", a->warmup, "linear warmup steps (default 20)");
+       sub.add_option("--clip", a->clip, "max global gradient norm, 0 = off (default 1)");
+       sub.add_option("--seed", a->seed, "initialisation and data-order seed");
+       sub.add_flag("--fp32", a->fp32, "weights travel and compute in fp32 (exactness runs); default bf16");
        sub.add_flag("--recompute", a->recompute, "recompute each block's activations in backward");
-       sub.add_option("--log-every", a->log_every, "print every N steps")->capture_default_str();
+       sub.add_option("--threads", a->threads,
+                      "kernel + OpenBLAS threads per rank (default: cores / local ranks)");
+       sub.add_option("--log-every", a->log_every, "print every N steps (default 10)");
        sub.add_option("--metrics", a->metrics, "write one JSON line per step to this file");
+       sub.add_flag("--print-plan", a->print_plan,
+                    "print the plan, memory per rank and bytes per tier, then stop");
+       sub.add_option("--compare-plan", a->compare_plan, "plan whose bytes per tier are shown beside")
+           ->capture_default_str();
+       sub.add_flag("--no-progress", a->no_progress, "no progress bar on a terminal");
+       sub.add_option("--timeout", a->timeout_s, "seconds before a stuck collective aborts the job")
+           ->capture_default_str();
        sub.add_option(
            "--init-out", a->init_out,
            "write the initial parameters (raw f32 + .json size table) here; with --steps 0, only that");
+       sub.add_option("--inject-nan-step", a->inject_nan_step,
+                      "fault injection: write a NaN into one rank's gradient at this step (0-based)")
+           ->group("Testing");
+       sub.add_option("--inject-nan-rank", a->inject_nan_rank, "fault injection: the rank that gets the NaN")
+           ->group("Testing");
        return [a] { return run_train(*a); };
      }});
 

@@ -145,6 +145,8 @@ TrainSummary run_train_session(Mesh& mesh, const TrainSessionArgs& args, std::FI
   eo.threads = args.threads;
   eo.recompute = c.activation_recompute;
   eo.max_nonfinite_steps = c.max_nonfinite_steps;
+  eo.inject_nan_step = args.inject_nan_step;
+  eo.inject_nan_rank = args.inject_nan_rank;
   ShardedEngine engine(mesh, args.model, plan, eo);
 
   summary.unigram_entropy_nats = unigram_entropy_nats(data.tokens);
@@ -158,8 +160,12 @@ TrainSummary run_train_session(Mesh& mesh, const TrainSessionArgs& args, std::FI
     fmt::print(out, "world: {} ranks on topology {}; global batch {} x {} x {} = {} sequences per step\n",
                world, topo.name(), c.micro_batch, c.grad_accum, world, c.micro_batch * c.grad_accum * world);
     fmt::print(out, "{}\n", plan.describe(topo));
-    fmt::print(out, "memory per rank (model states + working buffers):\n{}\n",
-               engine.predicted_memory().describe());
+    fmt::print(out, "{}", engine.predicted_memory().describe());
+    const EngineMemory mem = engine.allocated_memory();
+    fmt::print(out, "  engine allocated: states {}, working buffers {}, activations {}\n",
+               format_bytes(mem.states()),
+               format_bytes(mem.gather_buffers + mem.grad_buffers + mem.boundary_buffers),
+               format_bytes(mem.activations));
     fmt::print(out, "bytes per rank per step by tier:\n  {:<10} {:>14} {:>14}\n", "tier", plan.name(),
                compare.name());
     for (const auto& tier : topo.tiers())

@@ -27,6 +27,8 @@ struct TrainSessionArgs {
   std::string compare_plan = "zero3";  // whose bytes per tier are printed beside the plan's
   bool print_plan_only = false;        // print the plan, memory and bytes per tier, then stop
   bool progress = true;                // a progress bar on stderr when it is a terminal (rank 0)
+  int inject_nan_step = -1;            // fault injection (EngineOptions), for tests
+  int inject_nan_rank = 0;
 };
 
 struct TrainSummary {
