@@ -51,6 +51,18 @@ Communicator& Mesh::group(TierSet tiers) {
   return *groups_.emplace(tiers, std::move(comm)).first->second;
 }
 
+Communicator& Mesh::flat_group(TierSet tiers) {
+  int active = 0;
+  for (int t : tiers_of(tiers, topology_.num_tiers())) active += topology_.tier(t).fanout > 1 ? 1 : 0;
+  if (active <= 1) return group(tiers);
+  auto it = flat_groups_.find(tiers);
+  if (it != flat_groups_.end()) return *it->second;
+  const int r = world_->rank();
+  auto comm =
+      world_->split(topology_.group_color(r, tiers), shard_index(tiers), topology_.tier_set_name(tiers));
+  return *flat_groups_.emplace(tiers, std::move(comm)).first->second;
+}
+
 int Mesh::shard_index(TierSet tiers) const {
   const std::vector<int> c = topology_.coords(world_->rank());
   int index = 0;

@@ -33,6 +33,11 @@ class Mesh {
   // of the world must make the first call for a given set together). Label = tier_set_name(tiers).
   Communicator& group(TierSet tiers);
   Communicator& tier(int t) { return group(tier_bit(t)); }
+  // Flat communicator over the same ranks as group(tiers), ordered by shard_index(tiers), so one flat
+  // collective on it lays blocks out as the hierarchical ones do (a plan's `collectives: flat`).
+  // group(tiers) itself when at most one tier of the set has fan-out > 1 (the orders agree). Same
+  // label and first-use rule as group().
+  Communicator& flat_group(TierSet tiers);
 
   int group_size(TierSet tiers) const { return topology_.group_size(tiers); }
   int shard_index(TierSet tiers) const;
@@ -54,6 +59,7 @@ class Mesh {
   Topology topology_;
   std::unique_ptr<Communicator> world_;
   std::map<TierSet, std::unique_ptr<Communicator>> groups_;
+  std::map<TierSet, std::unique_ptr<Communicator>> flat_groups_;
   std::vector<std::shared_ptr<std::vector<std::byte>>> scratch_;
 };
 

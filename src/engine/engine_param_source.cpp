@@ -87,12 +87,16 @@ void EngineParamSource::issue_gather(int pos) {
   const std::size_t count = state_.span(s, r).numel;
   const std::byte* shard = src.at(state_.local(s, r));
   std::byte* full = ring_[a.buffer].at(0);
+  const bool flat = layout_.runs_flat(tiers);  // one collective on the whole group (plan option)
   if (qwz_ && !secondary) {
     QuantStats stats;
-    ring_work_[a.buffer] = qwz_all_gather(mesh_, tiers, shard, full, count, dtype_, qwz_opts_, &stats);
+    ring_work_[a.buffer] =
+        flat ? qwz_all_gather(mesh_.flat_group(tiers), shard, full, count, dtype_, qwz_opts_, &stats)
+             : qwz_all_gather(mesh_, tiers, shard, full, count, dtype_, qwz_opts_, &stats);
     nonfinite_blocks_ += stats.nonfinite_blocks;
   } else {
-    ring_work_[a.buffer] = mesh_.all_gather(tiers, shard, full, count, dtype_);
+    ring_work_[a.buffer] = flat ? mesh_.flat_group(tiers).all_gather(shard, full, count, dtype_)
+                                : mesh_.all_gather(tiers, shard, full, count, dtype_);
   }
 }
 
@@ -181,11 +185,15 @@ void EngineParamSource::grads_ready(int range) {
     slot->work = qgz_reduce_scatter(mesh_, tiers, slot->full.data(),
                                     reinterpret_cast<float*>(slot->shard.at(0)), count, qgz_opts_, &stats);
     nonfinite_blocks_ += stats.nonfinite_blocks;
-  } else if (dtype_ == DType::f32) {
-    slot->work = mesh_.reduce_scatter(tiers, slot->full.data(), slot->shard.at(0), count, DType::f32);
   } else {
-    to_compute_dtype(slot->send.at(0), dtype_, slot->full.data(), layout_.padded_numel(range));
-    slot->work = mesh_.reduce_scatter(tiers, slot->send.at(0), slot->shard.at(0), count, dtype_);
+    const void* send = slot->full.data();
+    if (dtype_ != DType::f32) {
+      to_compute_dtype(slot->send.at(0), dtype_, slot->full.data(), layout_.padded_numel(range));
+      send = slot->send.at(0);
+    }
+    slot->work = layout_.runs_flat(tiers)  // one collective on the whole group (plan option)
+                     ? mesh_.flat_group(tiers).reduce_scatter(send, slot->shard.at(0), count, dtype_)
+                     : mesh_.reduce_scatter(tiers, send, slot->shard.at(0), count, dtype_);
   }
   slot->in_flight = true;
   in_flight_.push_back(slot);

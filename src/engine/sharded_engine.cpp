@@ -43,6 +43,9 @@ ShardedEngine::ShardedEngine(Mesh& mesh, const GptConfig& config, const Partitio
   targets_.resize(inputs_.size());
   // Sub-communicators are created collectively: make every one the step uses now, in one order.
   for (int t = 0; t < topo.num_tiers(); ++t) mesh.tier(t);
+  for (const auto& c : schedule_->collectives())  // flat plans: the groups of their flat steps
+    for (const auto& s : c.steps)
+      if (layout_->runs_flat(s.tiers)) mesh.flat_group(s.tiers);
 }
 
 void ShardedEngine::all_reduce_scalar(double* value, TierSet tiers) {
@@ -101,17 +104,23 @@ void ShardedEngine::boundary(EngineStep& out, double local_loss) {
   // G shard -> O shard, then across the replicas of O. When G and O share a domain they share a layout.
   float* o_grad = o_grad_.empty() ? S.grad().data() : o_grad_.data();
   if (!o_grad_.empty()) {
-    for (int r = 0; r < R; ++r)
-      works.push_back(mesh_.reduce_scatter(
-          L.boundary_reduce_tiers(), S.grad().data() + S.local(ModelState::grad, r),
-          o_grad + S.local(ModelState::optim, r), S.span(ModelState::optim, r).numel, DType::f32));
+    const TierSet bt = L.boundary_reduce_tiers();
+    for (int r = 0; r < R; ++r) {
+      const float* g = S.grad().data() + S.local(ModelState::grad, r);
+      float* o = o_grad + S.local(ModelState::optim, r);
+      const std::size_t n = S.span(ModelState::optim, r).numel;
+      works.push_back(L.runs_flat(bt) ? mesh_.flat_group(bt).reduce_scatter(g, o, n, DType::f32)
+                                      : mesh_.reduce_scatter(bt, g, o, n, DType::f32));
+    }
     wait_all();
   }
   if (mesh_.topology().group_size(L.replica_tiers()) > 1) {
     for (int r = 0; r < R; ++r) {
       float* g = o_grad + S.local(ModelState::optim, r);
-      works.push_back(
-          mesh_.all_reduce(L.replica_tiers(), g, g, S.span(ModelState::optim, r).numel, DType::f32));
+      const std::size_t n = S.span(ModelState::optim, r).numel;
+      works.push_back(L.runs_flat(L.replica_tiers())
+                          ? mesh_.flat_group(L.replica_tiers()).all_reduce(g, g, n, DType::f32)
+                          : mesh_.all_reduce(L.replica_tiers(), g, g, n, DType::f32));
     }
     wait_all();
   }
@@ -149,7 +158,8 @@ void ShardedEngine::boundary(EngineStep& out, double local_loss) {
       std::byte* dst = S.w_fwd().at(S.local(ModelState::w_fwd, r));
       const std::byte* src = refresh_.at(S.local(ModelState::optim, r));
       if (mesh_.topology().group_size(rt) > 1) {
-        works.push_back(mesh_.all_gather(rt, src, dst, o.numel, dtype));
+        works.push_back(L.runs_flat(rt) ? mesh_.flat_group(rt).all_gather(src, dst, o.numel, dtype)
+                                        : mesh_.all_gather(rt, src, dst, o.numel, dtype));
       } else {
         TZ_CHECK(w.offset >= o.offset && w.offset + w.numel <= o.offset + o.numel,
                  "W shard of range {} outside its O shard", r);

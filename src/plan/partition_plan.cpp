@@ -37,6 +37,16 @@ DTypeMode parse_dtype_mode(std::string_view value, std::string_view what) {
   fail_input("{}: dtype '{}' is not one of bf16, fp32", what, value);
 }
 
+std::string_view collective_algo_name(CollectiveAlgo a) {
+  return a == CollectiveAlgo::flat ? "flat" : "hierarchical";
+}
+
+CollectiveAlgo parse_collective_algo(std::string_view value, std::string_view what) {
+  if (value == "hierarchical") return CollectiveAlgo::hierarchical;
+  if (value == "flat") return CollectiveAlgo::flat;
+  fail_input("{}: collectives '{}' is not one of hierarchical, flat", what, value);
+}
+
 namespace {
 
 std::string tier_list(const Topology& topo) {
@@ -205,6 +215,9 @@ void PartitionPlan::validate(const Topology& topo) const {
     fail_input("plan {}: gradient_accumulation_steps {} must be >= 1", name_, options_.grad_accum_steps);
   if (options_.micro_batch_size < 1)
     fail_input("plan {}: micro_batch_size {} must be >= 1", name_, options_.micro_batch_size);
+  if (options_.collectives != CollectiveAlgo::hierarchical && options_.collectives != CollectiveAlgo::flat)
+    fail_input("plan {}: collectives value {} is not hierarchical or flat", name_,
+               static_cast<int>(options_.collectives));
 }
 
 void PartitionPlan::validate_world(const Topology& topo, int world_size) const {
@@ -237,9 +250,10 @@ std::string PartitionPlan::describe(const Topology& topo) const {
   }
   out += fmt::format(
       "  options: dtype {}, qwZ {}, qgZ {}, quant block {}, prefetch depth {}, accumulation {}, micro-batch "
-      "{}\n",
+      "{}, collectives {}\n",
       dtype_mode_name(options_.dtype_mode), options_.qwz ? "on" : "off", options_.qgz ? "on" : "off",
-      options_.quant_block, options_.prefetch_depth, options_.grad_accum_steps, options_.micro_batch_size);
+      options_.quant_block, options_.prefetch_depth, options_.grad_accum_steps, options_.micro_batch_size,
+      collective_algo_name(options_.collectives));
   return out;
 }
 
@@ -254,6 +268,7 @@ nlohmann::json PartitionPlan::to_json(const Topology& topo) const {
   j["gradient_accumulation_steps"] = options_.grad_accum_steps;
   j["micro_batch_size"] = options_.micro_batch_size;
   j["dtype"] = std::string(dtype_mode_name(options_.dtype_mode));
+  j["collectives"] = std::string(collective_algo_name(options_.collectives));
   return j;
 }
 
@@ -261,7 +276,7 @@ PlanSpec plan_spec_from_json(const nlohmann::json& doc, std::string_view origin)
   JsonFields f(doc, fmt::format("plan {}", origin));
   f.allow_only({"name", "preset", "partition_tier", "partition_size", "hpz", "hpz_partition_size", "W",
                 "W_fwd", "W_bwd", "G", "O", "qwz", "qgz", "quant_block", "prefetch_depth",
-                "gradient_accumulation_steps", "micro_batch_size", "dtype"});
+                "gradient_accumulation_steps", "micro_batch_size", "dtype", "collectives"});
   PlanSpec spec;
   spec.name = f.str_or("name", "");
   spec.preset = f.str_or("preset", "");
@@ -288,6 +303,8 @@ PlanSpec plan_spec_from_json(const nlohmann::json& doc, std::string_view origin)
   opt_int("gradient_accumulation_steps", spec.grad_accum_steps);
   opt_int("micro_batch_size", spec.micro_batch_size);
   if (f.has("dtype")) spec.dtype_mode = parse_dtype_mode(f.str("dtype"), f.where() + ": key 'dtype'");
+  if (f.has("collectives"))
+    spec.collectives = parse_collective_algo(f.str("collectives"), f.where() + ": key 'collectives'");
   return spec;
 }
 
@@ -321,6 +338,7 @@ PartitionPlan make_plan(const PlanSpec& spec, const Topology& topo) {
   o.grad_accum_steps = spec.grad_accum_steps.value_or(o.grad_accum_steps);
   o.micro_batch_size = spec.micro_batch_size.value_or(o.micro_batch_size);
   o.dtype_mode = spec.dtype_mode.value_or(o.dtype_mode);
+  o.collectives = spec.collectives.value_or(o.collectives);
   modified = modified || o.qwz != base.options().qwz || o.qgz != base.options().qgz;
 
   std::string name = spec.name;

@@ -58,6 +58,17 @@ constexpr DType compute_dtype(DTypeMode m) {
   return m == DTypeMode::bf16 ? DType::bf16 : DType::f32;
 }
 
+// How a collective over a set of tiers S with more than one non-trivial tier runs (docs/plan.md):
+//   hierarchical  (default) composed of single-tier steps (comm/mesh.hpp): all-gather outer tier
+//                 first, reduce-scatter inner tier first, each step on its own tier's link;
+//   flat          ONE collective on one communicator over all ranks of S (a single ring, as
+//                 DeepSpeed's ZeRO-3/ZeRO++ run NCCL/RCCL), recorded under tier_set_name(S).
+// A collective over one non-trivial tier is the same in both modes; scalars always go tier by tier,
+// and qgZ stays hierarchical (it is ZeRO++'s hierarchical all-to-all by definition).
+enum class CollectiveAlgo : std::uint8_t { hierarchical, flat };
+std::string_view collective_algo_name(CollectiveAlgo a);
+CollectiveAlgo parse_collective_algo(std::string_view value, std::string_view what);
+
 struct PlanOptions {
   bool qwz = false;          // INT8 block-quantized forward weight all-gathers (ZeRO++ qwZ)
   bool qgz = false;          // INT4 block-quantized all-to-all gradient reduction (ZeRO++ qgZ)
@@ -66,6 +77,7 @@ struct PlanOptions {
   int grad_accum_steps = 1;  // micro-batches per optimizer step
   int micro_batch_size = 1;  // sequences per micro-batch per rank
   DTypeMode dtype_mode = DTypeMode::bf16;
+  CollectiveAlgo collectives = CollectiveAlgo::hierarchical;
 };
 
 // Preset parameters. mics/hsdp: the partition group is the domain up to `partition_tier`, or the
@@ -141,11 +153,13 @@ struct PlanSpec {
   std::optional<bool> qwz = {}, qgz = {};
   std::optional<int> quant_block = {}, prefetch_depth = {}, grad_accum_steps = {}, micro_batch_size = {};
   std::optional<DTypeMode> dtype_mode = {};
+  std::optional<CollectiveAlgo> collectives = {};
 };
 
 // JSON keys: "name", "preset", "partition_tier", "partition_size", "hpz", "hpz_partition_size", "W",
 // "W_fwd", "W_bwd", "G", "O", "qwz", "qgz", "quant_block", "prefetch_depth",
-// "gradient_accumulation_steps", "micro_batch_size", "dtype" ("bf16" | "fp32"). Unknown keys are
+// "gradient_accumulation_steps", "micro_batch_size", "dtype" ("bf16" | "fp32"), "collectives"
+// ("hierarchical" | "flat"). Unknown keys are
 // errors naming the key.
 PlanSpec plan_spec_from_json(const nlohmann::json& doc, std::string_view origin);
 DTypeMode parse_dtype_mode(std::string_view value, std::string_view what);

@@ -89,4 +89,12 @@ TierSet ShardLayout::refresh_gather_tiers() const {
   return tiers_between(plan_.tier(ModelState::w_fwd), plan_.tier(ModelState::optim));
 }
 
+bool ShardLayout::runs_flat(TierSet tiers) const {
+  if (plan_.options().collectives != CollectiveAlgo::flat) return false;
+  int active = 0;
+  for (int t = 0; t < topo_.num_tiers(); ++t)
+    if ((tiers & tier_bit(t)) && topo_.tier(t).fanout > 1) ++active;
+  return active > 1;
+}
+
 }  // namespace tz

@@ -85,6 +85,11 @@ class ShardLayout {
   // The grad-norm sum of squares is all-reduced over O's domain (each element counted once).
   TierSet norm_tiers() const { return domain(ModelState::optim); }
 
+  // True when the plan runs a collective over `tiers` as ONE flat collective on the group of all its
+  // ranks (PlanOptions::collectives = flat and more than one tier of the set has fan-out > 1); the
+  // group's ranks are ordered by shard_index, so the flat result has the hierarchical layout.
+  bool runs_flat(TierSet tiers) const;
+
  private:
   std::vector<RangeSpec> ranges_;
   Topology topo_;

@@ -88,10 +88,30 @@ TierStep make_step(const Topology& topo, CollectiveKind kind, int tier, std::siz
   TierStep s;
   s.kind = kind;
   s.tier = tier;
+  s.tiers = tier_bit(tier);
+  s.label = topo.tier(tier).name;
   s.group_size = topo.tier(tier).fanout;
   s.payload_bytes = payload_bytes;
   s.bytes = algorithmic_bytes(kind, static_cast<double>(payload_bytes), s.group_size);
   return s;
+}
+
+// One flat collective over all ranks of `tiers` (at least two non-trivial tiers), priced on the
+// outermost tier's link: payload as traffic.hpp defines it for `kind` over the whole group.
+std::vector<TierStep> flat_steps(const Topology& topo, CollectiveKind kind, TierSet tiers,
+                                 std::size_t payload_bytes) {
+  const std::vector<int> ts = active_tiers(topo, tiers);
+  TZ_CHECK(ts.size() > 1, "flat step over {} with {} non-trivial tiers", topo.tier_set_name(tiers),
+           ts.size());
+  TierStep s;
+  s.kind = kind;
+  s.tier = ts.back();
+  s.tiers = tiers;
+  s.label = topo.tier_set_name(tiers);
+  s.group_size = topo.group_size(tiers);
+  s.payload_bytes = payload_bytes;
+  s.bytes = algorithmic_bytes(kind, static_cast<double>(payload_bytes), s.group_size);
+  return {s};
 }
 
 // All-gather of a shard of `shard_bytes` over `tiers`, outermost tier first: the step on tier i
@@ -186,7 +206,22 @@ StepSchedule::StepSchedule(const ShardLayout& layout, const AcquisitionOrder& or
   const DType wdt = compute_dtype(opt.dtype_mode);
   const std::size_t wbytes = dtype_bytes(wdt);
   const std::size_t block = static_cast<std::size_t>(opt.quant_block);
-  for (const auto& t : topo.tiers()) tier_names_.push_back(t.name);
+  for (const auto& t : topo.tiers()) labels_.push_back(t.name);
+
+  // The plan's collectives over a tier set: hierarchical compositions, or one flat step.
+  auto gather_steps = [&](TierSet tiers, std::size_t shard_bytes) {
+    if (!layout.runs_flat(tiers)) return all_gather_steps(topo, tiers, shard_bytes);
+    return flat_steps(topo, CollectiveKind::all_gather, tiers,
+                      shard_bytes * static_cast<std::size_t>(topo.group_size(tiers)));
+  };
+  auto scatter_steps = [&](TierSet tiers, std::size_t full_bytes) {
+    return layout.runs_flat(tiers) ? flat_steps(topo, CollectiveKind::reduce_scatter, tiers, full_bytes)
+                                   : reduce_scatter_steps(topo, tiers, full_bytes);
+  };
+  auto reduce_steps = [&](TierSet tiers, std::size_t bytes) {
+    return layout.runs_flat(tiers) ? flat_steps(topo, CollectiveKind::all_reduce, tiers, bytes)
+                                   : all_reduce_steps(topo, tiers, bytes);
+  };
 
   // A collective over one rank, or of a range of 0 elements, moves nothing and is not listed.
   auto add = [&](ScheduledCollective c) {
@@ -216,7 +251,7 @@ StepSchedule::StepSchedule(const ShardLayout& layout, const AcquisitionOrder& or
       c.count = layout.shard_numel(ModelState::w_fwd, r);
       if (opt.qwz) c.quant_bits = 8;
       const std::size_t shard_bytes = opt.qwz ? quantized_bytes(c.count, 8, block) : c.count * wbytes;
-      c.steps = all_gather_steps(topo, c.tiers, shard_bytes);
+      c.steps = gather_steps(c.tiers, shard_bytes);
       add(std::move(c));
     }
     for (int j = 0; j < nb; ++j) {
@@ -233,7 +268,7 @@ StepSchedule::StepSchedule(const ShardLayout& layout, const AcquisitionOrder& or
         const bool quantized = opt.qwz && bwd_from_primary;
         if (quantized) c.quant_bits = 8;
         const std::size_t shard_bytes = quantized ? quantized_bytes(c.count, 8, block) : c.count * wbytes;
-        c.steps = all_gather_steps(topo, c.tiers, shard_bytes);
+        c.steps = gather_steps(c.tiers, shard_bytes);
         add(std::move(c));
       }
       if (last_bwd[r] == j) {
@@ -250,10 +285,13 @@ StepSchedule::StepSchedule(const ShardLayout& layout, const AcquisitionOrder& or
           c.quant_bits = 4;
           c.steps = qgz_steps(topo, c.tiers, layout.padded_numel(r), block);
         } else {
-          // Unquantized; qgZ's fallback (slices too small for quantization to pay) runs it in fp32.
+          // Unquantized; qgZ's fallback (slices too small for quantization to pay) runs it in fp32,
+          // hierarchically like the rest of qgZ.
           c.kind = CollectiveKind::reduce_scatter;
           c.dtype = opt.qgz ? DType::f32 : wdt;
-          c.steps = reduce_scatter_steps(topo, c.tiers, layout.padded_numel(r) * dtype_bytes(c.dtype));
+          const std::size_t full_bytes = layout.padded_numel(r) * dtype_bytes(c.dtype);
+          c.steps =
+              opt.qgz ? reduce_scatter_steps(topo, c.tiers, full_bytes) : scatter_steps(c.tiers, full_bytes);
         }
         add(std::move(c));
       }
@@ -270,7 +308,7 @@ StepSchedule::StepSchedule(const ShardLayout& layout, const AcquisitionOrder& or
                            .tiers = layout.boundary_reduce_tiers(),
                            .dtype = DType::f32};
     rs.count = layout.shard_numel(ModelState::optim, r);
-    rs.steps = reduce_scatter_steps(topo, rs.tiers, layout.shard_numel(ModelState::grad, r) * f32);
+    rs.steps = scatter_steps(rs.tiers, layout.shard_numel(ModelState::grad, r) * f32);
     add(std::move(rs));
   }
   for (int r = 0; r < layout.num_ranges(); ++r) {
@@ -281,7 +319,7 @@ StepSchedule::StepSchedule(const ShardLayout& layout, const AcquisitionOrder& or
                            .tiers = layout.replica_tiers(),
                            .dtype = DType::f32};
     ar.count = layout.shard_numel(ModelState::optim, r);
-    ar.steps = all_reduce_steps(topo, ar.tiers, ar.count * f32);
+    ar.steps = reduce_steps(ar.tiers, ar.count * f32);
     add(std::move(ar));
   }
   const TierSet world = tiers_up_to(topo.num_tiers() - 1);
@@ -305,26 +343,29 @@ StepSchedule::StepSchedule(const ShardLayout& layout, const AcquisitionOrder& or
                           .tiers = layout.refresh_gather_tiers(),
                           .dtype = wdt};
     c.count = layout.shard_numel(ModelState::optim, r);
-    c.steps = all_gather_steps(topo, c.tiers, c.count * wbytes);
+    c.steps = gather_steps(c.tiers, c.count * wbytes);
     add(std::move(c));
   }
   scalar(CollectivePurpose::loss_sum, world);
+  for (const auto& c : collectives_)
+    for (const auto& st : c.steps)
+      if (std::find(labels_.begin(), labels_.end(), st.label) == labels_.end()) labels_.push_back(st.label);
 }
 
 std::map<std::string, double> StepSchedule::bytes_per_tier() const {
   std::map<std::string, double> out;
-  for (const auto& name : tier_names_) out[name] = 0;
+  for (const auto& name : labels_) out[name] = 0;
   for (const auto& c : collectives_)
-    for (const auto& s : c.steps) out[tier_names_[s.tier]] += s.bytes;
+    for (const auto& s : c.steps) out[s.label] += s.bytes;
   return out;
 }
 
 std::map<std::string, double> StepSchedule::bytes_per_tier(StepPhase phase) const {
   std::map<std::string, double> out;
-  for (const auto& name : tier_names_) out[name] = 0;
+  for (const auto& name : labels_) out[name] = 0;
   for (const auto& c : collectives_)
     if (c.phase == phase)
-      for (const auto& s : c.steps) out[tier_names_[s.tier]] += s.bytes;
+      for (const auto& s : c.steps) out[s.label] += s.bytes;
   return out;
 }
 
@@ -352,14 +393,16 @@ std::string StepSchedule::describe(const Topology& topo) const {
       else
         kind += fmt::format(" {}", dtype_name(c.dtype));
       kind += " over " + topo.tier_set_name(c.tiers);
-      rows.push_back(Row{c.purpose, kind, 0, std::vector<double>(tier_names_.size(), 0.0)});
+      if (c.steps.size() == 1 && c.steps[0].label != topo.tier(c.steps[0].tier).name) kind += " (flat)";
+      rows.push_back(Row{c.purpose, kind, 0, std::vector<double>(labels_.size(), 0.0)});
       it = rows.end() - 1;
     }
     ++it->count;
-    for (const auto& s : c.steps) it->bytes[s.tier] += s.bytes;
+    for (const auto& s : c.steps)
+      it->bytes[std::find(labels_.begin(), labels_.end(), s.label) - labels_.begin()] += s.bytes;
   }
   std::string out = fmt::format("{:<28} {:<38} {:>6}", "collective", "kind", "count");
-  for (const auto& n : tier_names_) out += fmt::format(" {:>14}", n + " bytes");
+  for (const auto& n : labels_) out += fmt::format(" {:>14}", n + " bytes");
   out += "\n";
   for (const auto& r : rows) {
     out += fmt::format("{:<28} {:<38} {:>6}", collective_purpose_name(r.purpose), r.kind, r.count);
@@ -368,7 +411,7 @@ std::string StepSchedule::describe(const Topology& topo) const {
   }
   out += fmt::format("{:<28} {:<38} {:>6}", "total per rank per step", "", collectives_.size());
   const auto totals = bytes_per_tier();
-  for (const auto& n : tier_names_) out += fmt::format(" {:>14.0f}", totals.at(n));
+  for (const auto& n : labels_) out += fmt::format(" {:>14.0f}", totals.at(n));
   out += "\n";
   if (reused_ > 0)
     out += fmt::format(

@@ -27,6 +27,13 @@
 //   on the per-tier communicators (mesh.tier(t), NOT Mesh::all_reduce, which would run one flat all-reduce
 //   under the group's label): a scalar cannot be split, so each tier step carries the whole 8 bytes.
 //
+// Flat collectives (PlanOptions::collectives = flat, ShardLayout::runs_flat): a W gather, an
+// unquantized gradient reduce-scatter, the boundary reduce-scatter, the replica all-reduce and the
+// refresh gather over a set S with more than one non-trivial tier are ONE step on group(S): kind as
+// the collective, group_size |S|, tier = the outermost non-trivial tier of S (its link prices the
+// ring), label tier_set_name(S); qwZ gathers the codes in that one step. Scalars and qgZ (with its
+// fp32 fallback) stay tier by tier.
+//
 // Per-tier steps (mesh.hpp): all-gather outer tier first, reduce-scatter and all-to-all inner tier
 // first; a tier of fan-out 1 contributes no step; a collective over one rank, or of a range of 0
 // elements, is not listed.
@@ -76,11 +83,15 @@ enum class CollectivePurpose : std::uint8_t {
 };
 std::string_view collective_purpose_name(CollectivePurpose p);
 
-// One single-tier collective of a (possibly hierarchical) collective.
+// One single-communicator collective of a scheduled collective: a step of a hierarchical
+// composition (over one tier), or a whole flat collective (PlanOptions::collectives = flat) over a
+// set of tiers on the group of all their ranks.
 struct TierStep {
-  CollectiveKind kind = CollectiveKind::all_gather;  // single-tier kind
-  int tier = 0;
-  int group_size = 1;             // the tier's fan-out
+  CollectiveKind kind = CollectiveKind::all_gather;  // single-communicator kind
+  int tier = 0;        // the tier whose link prices the step: its own, or the outermost of a flat set
+  TierSet tiers = 0;   // the group's tiers: tier_bit(tier) for a hierarchical step
+  std::string label;   // ledger key: the tier's name, or tier_set_name(tiers) for a flat step
+  int group_size = 1;  // ranks in the group: the tier's fan-out, or |group(tiers)|
   std::size_t payload_bytes = 0;  // as traffic.hpp defines the payload for this kind
   double bytes = 0;               // algorithmic_bytes(kind, payload_bytes, group_size) per rank
 };
@@ -107,15 +118,19 @@ class StepSchedule {
   // Backward acquisitions served by the forward's last buffers (per micro-batch; same each time).
   int reused_in_backward() const { return reused_; }
 
-  // Bytes per rank per step keyed by tier name; every tier of the topology is present (0 if idle).
+  // Bytes per rank per step keyed by step label (TierStep::label): every tier of the topology is
+  // present (0 if idle), and so is the label of every flat group a step runs on.
   std::map<std::string, double> bytes_per_tier() const;
   std::map<std::string, double> bytes_per_tier(StepPhase phase) const;
   double total_bytes() const;
+  // The step labels: the topology's tier names innermost first, then flat groups' labels in order
+  // of first use.
+  const std::vector<std::string>& labels() const { return labels_; }
   // A table: one row per collective kind/purpose aggregated, then bytes per tier.
   std::string describe(const Topology& topo) const;
 
  private:
-  std::vector<std::string> tier_names_;
+  std::vector<std::string> labels_;
   std::vector<ScheduledCollective> collectives_;
   int reused_ = 0;
 };

@@ -40,6 +40,15 @@ std::vector<PlanCase> unquantized_plans() {
        }},
       {"mics", preset("mics")},
       {"three-level", preset("three-level")},
+      // Flat collectives: one ring over each multi-tier group (gradients over gcd+node, refresh over
+      // node+system), ranks ordered by shard index so the layout is the hierarchical one.
+      {"three-level-flat",
+       [](const Topology& t) {
+         PartitionPlan p = PartitionPlan::preset("three-level", t);
+         PlanOptions o = p.options();
+         o.collectives = CollectiveAlgo::flat;
+         return p.with_options(o).with_name("three-level-flat");
+       }},
       // Hand-written assignments: W on the node with a GCD-pair secondary, G and O on the system;
       // W over the system, G on the GCD pair, O on the node (replicated across nodes).
       {"custom-a", custom("custom-a", 1, 0, 2, 2)},

@@ -12,22 +12,26 @@
 namespace tz {
 namespace {
 
-PartitionPlan for_run(PartitionPlan p, int micro_batch, int accum, DTypeMode mode) {
+PartitionPlan for_run(PartitionPlan p, int micro_batch, int accum, DTypeMode mode,
+                      CollectiveAlgo collectives = CollectiveAlgo::hierarchical) {
   PlanOptions o = p.options();
   o.micro_batch_size = micro_batch;
   o.grad_accum_steps = accum;
   o.dtype_mode = mode;
+  o.collectives = collectives;
   return p.with_options(o);
 }
 
-TEST(EngineTraffic, LedgerEqualsScheduleForEveryPreset) {
+// Every preset, hierarchical and with flat collectives (one ring per multi-tier group, booked under
+// the group's label: "world", "gcd+node", ...).
+void expect_ledger_equals_schedule(CollectiveAlgo collectives) {
   const GptConfig config = test::tiny_gpt();
   const auto tokens = test::synthetic_tokens(4000, config.vocab_size);
   for (int world : {3, 8}) {
     const Topology topo = test::topology_for_world(world);
     for (const auto& name : PartitionPlan::preset_names()) {
       for (DTypeMode mode : {DTypeMode::bf16, DTypeMode::fp32}) {
-        const PartitionPlan plan = for_run(PartitionPlan::preset(name, topo), 2, 2, mode);
+        const PartitionPlan plan = for_run(PartitionPlan::preset(name, topo), 2, 2, mode, collectives);
         EngineOptions opts = test::engine_options({});
         run_thread_mesh(topo, [&](Mesh& mesh) {
           ShardedEngine engine(mesh, config, plan, opts);
@@ -40,8 +44,9 @@ TEST(EngineTraffic, LedgerEqualsScheduleForEveryPreset) {
               // Equal up to the rounding of the ledger's double accumulation (a missing 8-byte scalar is
               // 1e-4).
               EXPECT_NEAR(got, bytes, 1e-9 * bytes)
-                  << name << " " << dtype_mode_name(mode) << " on " << world << " ranks, rank "
-                  << mesh.world().rank() << ", step " << s << ", tier " << tier;
+                  << name << " " << dtype_mode_name(mode) << " " << collective_algo_name(collectives)
+                  << " on " << world << " ranks, rank " << mesh.world().rank() << ", step " << s << ", tier "
+                  << tier;
             }
             for (const auto& [tier, t] : st.traffic)
               EXPECT_TRUE(expected.count(tier) || t.bytes == 0) << "unexpected traffic on " << tier;
@@ -50,6 +55,14 @@ TEST(EngineTraffic, LedgerEqualsScheduleForEveryPreset) {
       }
     }
   }
+}
+
+TEST(EngineTraffic, LedgerEqualsScheduleForEveryPreset) {
+  expect_ledger_equals_schedule(CollectiveAlgo::hierarchical);
+}
+
+TEST(EngineTraffic, LedgerEqualsScheduleForEveryPresetWithFlatCollectives) {
+  expect_ledger_equals_schedule(CollectiveAlgo::flat);
 }
 
 TEST(EngineMemory, AllocatedStatesEqualTheMemoryPlan) {

@@ -125,10 +125,24 @@ TEST(PartitionPlan, SpecFromJsonOverridesThePreset) {
   EXPECT_EQ(zpp.options().micro_batch_size, 3);
   EXPECT_EQ(zpp.options().dtype_mode, DTypeMode::fp32);
   EXPECT_EQ(plan(R"({"preset": "mics", "partition_size": 2})").tiers(), (Tiers{0, 0, 0, 0}));
+  EXPECT_EQ(zpp.options().collectives, CollectiveAlgo::hierarchical);  // the default
+  const PartitionPlan flat3 = plan(R"({"preset": "zero3", "collectives": "flat"})");
+  EXPECT_EQ(flat3.options().collectives, CollectiveAlgo::flat);
+  EXPECT_EQ(flat3.tiers(), PartitionPlan::preset("zero3", t).tiers());
+  EXPECT_NE(flat3.describe(t).find("collectives flat"), std::string::npos) << flat3.describe(t);
+  EXPECT_EQ(plan(R"({"preset": "zero3", "collectives": "hierarchical"})").options().collectives,
+            CollectiveAlgo::hierarchical);
 
   expect_input_error([&] { plan(R"({"preset": "zero3", "W_fw": "node"})"); }, {"unknown key 'W_fw'"});
   expect_input_error([&] { plan(R"({"O": "rack"})"); }, {"O names unknown tier 'rack'"});
   expect_input_error([&] { plan(R"({"preset": "zero3", "dtype": "fp16"})"); }, {"dtype 'fp16'"});
+  expect_input_error([&] { plan(R"({"preset": "zero3", "collectives": "ring"})"); },
+                     {"key 'collectives'", "'ring'", "hierarchical, flat"});
+  expect_input_error(
+      [&] {
+        PartitionPlan("bad", {2, 2, 2, 2}, {.collectives = CollectiveAlgo{7}}).validate(t);
+      },
+      {"plan bad", "collectives value 7"});
   expect_input_error([&] { plan(R"({"preset": "zero3", "hpz": true})"); },
                      {"hpz applies only to the zeropp"});
   expect_input_error([&] { plan(R"({"W": "node", "W_bwd": "gcd"})"); }, {"either W"});
@@ -140,18 +154,21 @@ TEST(PartitionPlan, SpecFromJsonOverridesThePreset) {
 TEST(PartitionPlan, JsonRoundTrip) {
   for (const Topology& t : {mini(), flat(3)}) {
     for (const auto& name : PartitionPlan::preset_names()) {
-      const PartitionPlan p = PartitionPlan::preset(name, t).with_options({.qwz = name == "zeropp",
-                                                                           .qgz = name == "zeropp",
-                                                                           .quant_block = 128,
-                                                                           .prefetch_depth = 3,
-                                                                           .grad_accum_steps = 2,
-                                                                           .micro_batch_size = 5,
-                                                                           .dtype_mode = DTypeMode::fp32});
+      const PartitionPlan p =
+          PartitionPlan::preset(name, t).with_options({.qwz = name == "zeropp",
+                                                       .qgz = name == "zeropp",
+                                                       .quant_block = 128,
+                                                       .prefetch_depth = 3,
+                                                       .grad_accum_steps = 2,
+                                                       .micro_batch_size = 5,
+                                                       .dtype_mode = DTypeMode::fp32,
+                                                       .collectives = CollectiveAlgo::flat});
       const nlohmann::json j = p.to_json(t);
       const PartitionPlan back = plan_from_json(j, t, "round trip");
       EXPECT_EQ(back.name(), p.name());
       EXPECT_EQ(back.tiers(), p.tiers()) << j.dump();
       EXPECT_EQ(back.to_json(t), j);
+      EXPECT_EQ(j.at("collectives"), "flat");
     }
   }
 }

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include "plan_test_util.hpp"
 
 namespace tz {
@@ -15,6 +17,16 @@ using plan_test::mini;
 std::vector<RangeSpec> small_ranges() {
   return {{"emb", 16}, {"h0", 30}, {"h1", 8}};
 }
+// gcd x2, node x1, system x3: a fan-out of 1 inside a tier set.
+Topology test_topology_2x1x3() {
+  return Topology::from_json(nlohmann::json::parse(R"({"name": "t2x1x3", "tiers": [
+               {"name": "gcd", "fanout": 2, "bandwidth_gbps": 200, "latency_us": 2},
+               {"name": "node", "fanout": 1, "bandwidth_gbps": 50, "latency_us": 3},
+               {"name": "system", "fanout": 3, "bandwidth_gbps": 12.5, "latency_us": 5}]})"),
+                             "test")
+      .resolve(6);
+}
+
 AcquisitionOrder tied_order() {
   return {{0, 1, 2, 0}, {0, 2, 1, 0}};
 }
@@ -206,6 +218,93 @@ TEST(StepSchedule, PresetsOnFlatWorldsMatchClosedForms) {
       }
     }
   }
+}
+
+PartitionPlan flat_collectives(PartitionPlan p) {
+  PlanOptions o = p.options();
+  o.collectives = CollectiveAlgo::flat;
+  return p.with_options(o);
+}
+
+// zero3 with flat collectives: every gather and reduction is ONE step over the 8-rank world, booked
+// under "world"; (p-1)/p of the payload is what the three hierarchical steps moved in total
+// (72+48+56 elements of bf16: 1.75 x 176 = 308 bytes). The scalars stay tier by tier.
+TEST(StepScheduleFlat, Zero3IsOneWorldStepPerCollective) {
+  const Topology t = mini();
+  const StepSchedule s(ShardLayout(small_ranges(), t, flat_collectives(PartitionPlan::preset("zero3", t))),
+                       tied_order());
+  expect_bytes(s.bytes_per_tier(), {{"gcd", 24}, {"node", 24}, {"system", 24}, {"world", 308}});
+  EXPECT_EQ(s.labels(), (std::vector<std::string>{"gcd", "node", "system", "world"}));
+  const ScheduledCollective& first = s.collectives().front();
+  ASSERT_EQ(first.steps.size(), 1u);
+  EXPECT_EQ(first.steps[0].kind, CollectiveKind::all_gather);
+  EXPECT_EQ(first.steps[0].label, "world");
+  EXPECT_EQ(first.steps[0].tiers, TierSet{0b111});
+  EXPECT_EQ(first.steps[0].tier, 2);  // priced on the outermost tier's link
+  EXPECT_EQ(first.steps[0].group_size, 8);
+  EXPECT_EQ(first.steps[0].payload_bytes, 32u);
+  EXPECT_EQ(s.collectives().back().steps.size(), 3u);  // the loss scalar: gcd, node, system
+  EXPECT_NE(s.describe(t).find("(flat)"), std::string::npos) << s.describe(t);
+}
+
+// Per rank a flat ring moves what the hierarchical composition moves in all (the per-tier steps
+// telescope to (p-1)/p of the payload, 2(p-1)/p for an all-reduce): for every preset, also with
+// qwZ/qgZ, the totals agree and only the labels differ. Single-tier sets are the same in both.
+TEST(StepScheduleFlat, SameTotalBytesAsHierarchicalOnlyLabelsDiffer) {
+  for (const Topology& t : {mini(), test_topology_2x1x3()}) {
+    for (const auto& name : PartitionPlan::preset_names()) {
+      const PartitionPlan hier = PartitionPlan::preset(name, t);
+      const StepSchedule h(ShardLayout(small_ranges(), t, hier), tied_order());
+      const ShardLayout fl(small_ranges(), t, flat_collectives(hier));
+      const StepSchedule f(fl, tied_order());
+      EXPECT_NEAR(f.total_bytes(), h.total_bytes(), 1e-9 * h.total_bytes()) << name << " on " << t.name();
+      ASSERT_EQ(f.collectives().size(), h.collectives().size()) << name;
+      for (std::size_t i = 0; i < f.collectives().size(); ++i) {
+        const auto& fc = f.collectives()[i];
+        const auto& hc = h.collectives()[i];
+        SCOPED_TRACE(name + " on " + t.name() + ", " + std::string(collective_purpose_name(fc.purpose)));
+        EXPECT_EQ(fc.purpose, hc.purpose);
+        const bool qgz = hc.purpose == CollectivePurpose::grad_reduce && hier.options().qgz;
+        if (fl.runs_flat(fc.tiers) && fc.phase != StepPhase::scalar && !qgz) {
+          ASSERT_EQ(fc.steps.size(), 1u);
+          EXPECT_EQ(fc.steps[0].label, t.tier_set_name(fc.tiers));
+          EXPECT_GT(hc.steps.size(), 1u);
+        } else {
+          ASSERT_EQ(fc.steps.size(), hc.steps.size());
+          for (std::size_t k = 0; k < fc.steps.size(); ++k) EXPECT_EQ(fc.steps[k].label, hc.steps[k].label);
+        }
+      }
+    }
+  }
+}
+
+// Which collectives go flat: three-level on mini reduces gradients over gcd+node and refreshes W over
+// node+system as single steps; W (gcd) and the boundary (system) are single-tier anyway. zeropp's qgZ
+// stays a tier-by-tier all-to-all; its hpZ backward gather over gcd+node is one flat step.
+TEST(StepScheduleFlat, MultiTierSetsGoFlatQgzStaysHierarchical) {
+  const Topology t = mini();
+  auto first = [](const StepSchedule& s, CollectivePurpose p) {
+    for (const auto& c : s.collectives())
+      if (c.purpose == p) return c;
+    ADD_FAILURE() << collective_purpose_name(p) << " not scheduled";
+    return ScheduledCollective{};
+  };
+  const StepSchedule tl(
+      ShardLayout(small_ranges(), t, flat_collectives(PartitionPlan::preset("three-level", t))),
+      tied_order());
+  EXPECT_EQ(first(tl, CollectivePurpose::grad_reduce).steps.at(0).label, "gcd+node");
+  EXPECT_EQ(first(tl, CollectivePurpose::weight_refresh).steps.at(0).label, "node+system");
+  EXPECT_EQ(first(tl, CollectivePurpose::weight_gather_fwd).steps.at(0).label, "gcd");
+  EXPECT_EQ(first(tl, CollectivePurpose::grad_boundary_reduce).steps.at(0).label, "system");
+  const StepSchedule zpp(
+      ShardLayout({{"big", 1 << 14}}, t, flat_collectives(PartitionPlan::preset("zeropp", t))),
+      sequential_order(1));
+  const ScheduledCollective g = first(zpp, CollectivePurpose::grad_reduce);
+  EXPECT_EQ(g.kind, CollectiveKind::all_to_all);
+  ASSERT_EQ(g.steps.size(), 3u);
+  EXPECT_EQ(g.steps[0].label, "gcd");
+  EXPECT_EQ(first(zpp, CollectivePurpose::weight_gather_fwd).steps.at(0).label, "world");
+  EXPECT_EQ(first(zpp, CollectivePurpose::weight_gather_fwd).quant_bits, 8);
 }
 
 // hsdp on node: gathers and reductions stay inside the node (gcd+node); the only system traffic is the
