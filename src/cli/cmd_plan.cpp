@@ -25,6 +25,7 @@ struct PlanArgs {
   bool no_overlap = false;
   int top = 5;
   std::string format = "text";
+  std::string collectives = "hierarchical";
 };
 
 Topology resolve_topology(const std::string& name, int nodes, int world_size) {
@@ -43,6 +44,7 @@ int run_plan(const PlanArgs& a) {
   base.micro_batch_size = a.micro_batch;
   base.grad_accum_steps = a.accumulation;
   base.prefetch_depth = a.prefetch;
+  base.collectives = parse_collective_algo(a.collectives, "--collectives");
   const perf::CostOptions opt{
       .achievable_fraction = a.fraction, .recompute = !a.no_recompute, .overlap = !a.no_overlap};
 
@@ -65,7 +67,8 @@ int run_plan(const PlanArgs& a) {
                             {"accumulation", a.accumulation},
                             {"achievable_fraction", a.fraction},
                             {"recompute", !a.no_recompute},
-                            {"overlap", !a.no_overlap}}},
+                            {"overlap", !a.no_overlap},
+                            {"collectives", a.collectives}}},
                           {"presets", nlohmann::json::array()},
                           {"search", nlohmann::json::array()},
                           {"searched", found.size()}};
@@ -79,13 +82,15 @@ int run_plan(const PlanArgs& a) {
              model.config.vocab_size, topo.name(), topo.world_size(), topo.device().name);
   fmt::print(
       "inputs: micro-batch {}, accumulation {}, achievable fraction of peak {} x {} TFLOPS, recompute {}, "
-      "overlap {}\n\n",
+      "overlap {}, preset collectives {}\n\n",
       a.micro_batch, a.accumulation, a.fraction, topo.device().peak_tflops, a.no_recompute ? "off" : "on",
-      a.no_overlap ? "off" : "on");
+      a.no_overlap ? "off" : "on", a.collectives);
   fmt::print("preset plans (GB = bytes per rank per step on each tier):\n{}\n",
              perf::format_cost_table(topo, presets));
-  fmt::print("auto-planner: best {} of {} consistent plans (fitting plans first, by step time):\n{}",
-             best.size(), found.size(), perf::format_cost_table(topo, best));
+  fmt::print(
+      "auto-planner: best {} of {} consistent plans, hierarchical and flat collectives (fitting plans first, "
+      "by step time):\n{}",
+      best.size(), found.size(), perf::format_cost_table(topo, best));
   return 0;
 }
 
@@ -111,6 +116,11 @@ const bool registered = register_command(
            ->capture_default_str();
        sub.add_flag("--no-recompute", a->no_recompute, "keep all activations (no recomputation)");
        sub.add_flag("--no-overlap", a->no_overlap, "run communication and compute back to back");
+       sub.add_option("--collectives", a->collectives,
+                      "how the preset plans run multi-tier collectives: hierarchical (tier by tier) or flat "
+                      "(one ring over the group, as DeepSpeed/NCCL); the search covers both")
+           ->check(CLI::IsMember({"hierarchical", "flat"}))
+           ->capture_default_str();
        sub.add_option("--top", a->top, "how many searched plans to print")->capture_default_str();
        sub.add_option("--format", a->format, "text or json")
            ->check(CLI::IsMember({"text", "json"}))

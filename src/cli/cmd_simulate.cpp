@@ -37,6 +37,7 @@ struct SimulateArgs {
   std::string calibrate_from;
   double measured_tflops = 0;
   std::string write_topology;
+  std::string collectives = "hierarchical";
 };
 
 // The step's collectives on the simulated transport (same comm code) beside the closed form.
@@ -61,7 +62,7 @@ void print_sim_check(const perf::ModelShape& model, const Topology& topo,
 }
 
 void write_charts(const std::filesystem::path& dir, const std::vector<std::string>& plans,
-                  const Topology& largest) {
+                  const Topology& largest, const std::vector<std::string>& columns) {
   std::string gp = "set terminal pngcairo size 900,560\nset datafile separator ','\nset key outside right\n";
   gp += fmt::format("set output '{}'\n", (dir / "scaling.png").string());
   gp += "set title 'Predicted TFLOPS per device'\nset xlabel 'devices'\nset ylabel 'TFLOPS per device'\n";
@@ -74,9 +75,9 @@ void write_charts(const std::filesystem::path& dir, const std::vector<std::strin
   gp += fmt::format("set title 'Bytes per rank per step by tier at {} devices'\n", largest.world_size());
   gp += "set style data histograms\nset style histogram clustered\nset style fill solid 0.8\n";
   gp += "set xlabel 'plan'\nset ylabel 'GB per rank per step'\nset xtics rotate by -20\nplot ";
-  for (int t = 0; t < largest.num_tiers(); ++t)
+  for (std::size_t t = 0; t < columns.size(); ++t)
     gp += fmt::format("{}'{}' using {}:xtic(1) title '{}'", t ? ", " : "", (dir / "traffic.csv").string(),
-                      t + 2, largest.tier(t).name);
+                      t + 2, columns[t]);
   gp += "\n";
   std::ofstream(dir / "charts.gp") << gp;
   const std::string cmd = fmt::format("gnuplot '{}'", (dir / "charts.gp").string());
@@ -105,20 +106,23 @@ int run_simulate(const SimulateArgs& a) {
   PlanOptions base;
   base.micro_batch_size = a.micro_batch;
   base.grad_accum_steps = a.accumulation;
+  base.collectives = parse_collective_algo(a.collectives, "--collectives");
   const perf::CostOptions opt{
       .achievable_fraction = a.fraction, .recompute = !a.no_recompute, .overlap = !a.no_overlap};
   const std::filesystem::path dir(a.out);
   std::filesystem::create_directories(dir);
 
-  std::ofstream csv(dir / "sweep.csv");
-  csv << "plan,devices,tflops_per_device,step_s,compute_s,exposed_comm_s,peak_memory_gib,fits";
-  for (const Tier& t : base_topo.tiers()) csv << "," << t.name << "_bytes";
-  csv << "\n";
   nlohmann::json doc = {
       {"topology", base_topo.name()}, {"model", model.name}, {"points", nlohmann::json::array()}};
   std::map<std::string, std::map<int, double>> tflops;
   std::vector<perf::CostRow> largest_rows;
   Topology largest = base_topo;
+  struct Point {
+    std::string plan;
+    int devices = 0;
+    perf::StepCost cost;
+  };
+  std::vector<Point> points;
   for (int n : a.nodes) {
     const Topology topo = base_topo.resolve_outer(n);
     largest_rows.clear();
@@ -126,21 +130,33 @@ int run_simulate(const SimulateArgs& a) {
     for (const auto& name : a.plans) {
       const PartitionPlan plan = perf::preset_with_options(name, topo, base);
       const perf::StepCost c = perf::predict_step(model, topo, plan, opt);
-      csv << fmt::format("{},{},{:.4f},{:.6f},{:.6f},{:.6f},{:.3f},{}", name, topo.world_size(),
-                         c.tflops_per_device, c.step_s, c.compute_s, c.exposed_comm_s,
-                         double(c.memory.peak_bytes()) / double(1ull << 30), c.fits ? 1 : 0);
-      for (const auto& t : c.tiers) csv << fmt::format(",{:.0f}", t.bytes);
-      csv << "\n";
+      points.push_back({name, topo.world_size(), c});
       doc["points"].push_back(perf::cost_to_json(topo, plan, c));
       tflops[name][topo.world_size()] = c.tflops_per_device;
       largest_rows.push_back({plan, c});
     }
   }
+  // Traffic columns: the tiers, then any flat group ("world", ...) a plan's collectives ran on.
+  std::vector<perf::StepCost> costs;
+  for (const auto& p : points) costs.push_back(p.cost);
+  const std::vector<std::string> columns = perf::traffic_columns(base_topo, costs);
+  std::ofstream csv(dir / "sweep.csv");
+  csv << "plan,devices,tflops_per_device,step_s,compute_s,exposed_comm_s,peak_memory_gib,fits";
+  for (const auto& c : columns) csv << "," << c << "_bytes";
+  csv << "\n";
+  for (const auto& p : points) {
+    const perf::StepCost& c = p.cost;
+    csv << fmt::format("{},{},{:.4f},{:.6f},{:.6f},{:.6f},{:.3f},{}", p.plan, p.devices, c.tflops_per_device,
+                       c.step_s, c.compute_s, c.exposed_comm_s,
+                       double(c.memory.peak_bytes()) / double(1ull << 30), c.fits ? 1 : 0);
+    for (const auto& col : columns) csv << fmt::format(",{:.0f}", perf::traffic_bytes(c, col));
+    csv << "\n";
+  }
   csv.close();
   std::ofstream traffic(dir / "traffic.csv");
   for (const auto& r : largest_rows) {
     traffic << r.plan.name();
-    for (const auto& t : r.cost.tiers) traffic << fmt::format(",{:.4f}", t.bytes / 1e9);
+    for (const auto& col : columns) traffic << fmt::format(",{:.4f}", perf::traffic_bytes(r.cost, col) / 1e9);
     traffic << "\n";
   }
   traffic.close();
@@ -154,9 +170,10 @@ int run_simulate(const SimulateArgs& a) {
   scaling.close();
 
   fmt::print(
-      "model {} on {}: micro-batch {}, accumulation {}, fraction of peak {}, recompute {}, overlap {}\n",
+      "model {} on {}: micro-batch {}, accumulation {}, fraction of peak {}, recompute {}, overlap {}, "
+      "collectives {}\n",
       model.name, base_topo.name(), a.micro_batch, a.accumulation, a.fraction, a.no_recompute ? "off" : "on",
-      a.no_overlap ? "off" : "on");
+      a.no_overlap ? "off" : "on", a.collectives);
   fmt::print("{:<14}", "devices");
   for (const auto& name : a.plans) fmt::print(" {:>12}", name);
   fmt::print("   (TFLOPS per device)\n");
@@ -180,7 +197,7 @@ int run_simulate(const SimulateArgs& a) {
         tl.rbegin()->first, tl.rbegin()->second / tl.begin()->second);
   }
   if (a.sim_check) print_sim_check(model, base_topo.resolve_outer(a.nodes.front()), a.plans, base);
-  if (!a.no_charts) write_charts(dir, a.plans, largest);
+  if (!a.no_charts) write_charts(dir, a.plans, largest, columns);
   fmt::print("wrote {}/sweep.csv, sweep.json, scaling.csv, traffic.csv{}\n", dir.string(),
              a.no_charts ? "" : ", scaling.png, traffic.png");
   return 0;
@@ -205,6 +222,11 @@ const bool registered = register_command(
            ->capture_default_str();
        sub.add_flag("--no-recompute", a->no_recompute, "keep all activations (no recomputation)");
        sub.add_flag("--no-overlap", a->no_overlap, "run communication and compute back to back");
+       sub.add_option("--collectives", a->collectives,
+                      "how every plan runs multi-tier collectives: hierarchical (tier by tier) or flat (one "
+                      "ring over the group, as DeepSpeed/NCCL run ZeRO-3 and ZeRO++)")
+           ->check(CLI::IsMember({"hierarchical", "flat"}))
+           ->capture_default_str();
        sub.add_option("--out", a->out, "output folder")->capture_default_str();
        sub.add_flag("--no-charts", a->no_charts, "skip gnuplot");
        sub.add_flag("--sim-check", a->sim_check,

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 namespace tz::perf {
@@ -26,15 +27,34 @@ std::string quant(const PartitionPlan& p) {
 
 }  // namespace
 
+std::vector<std::string> traffic_columns(const Topology& topo, const std::vector<StepCost>& costs) {
+  std::vector<std::string> out;
+  for (const Tier& t : topo.tiers()) out.push_back(t.name);
+  for (const auto& c : costs)
+    for (const auto& t : c.tiers)
+      if (std::find(out.begin(), out.end(), t.name) == out.end()) out.push_back(t.name);
+  return out;
+}
+
+double traffic_bytes(const StepCost& cost, const std::string& label) {
+  for (const auto& t : cost.tiers)
+    if (t.name == label) return t.bytes;
+  return 0.0;
+}
+
 std::string format_cost_table(const Topology& topo, const std::vector<CostRow>& rows) {
-  std::string out =
-      fmt::format("{:<34} {:<28} {:<7} {:>7} {:>4}", "plan", "W_fwd W_bwd G O", "quant", "mem_GiB", "fit");
-  for (const Tier& t : topo.tiers()) out += fmt::format(" {:>10}", t.name + "_GB");
+  std::vector<StepCost> costs;
+  for (const auto& r : rows) costs.push_back(r.cost);
+  const std::vector<std::string> columns = traffic_columns(topo, costs);
+  std::string out = fmt::format("{:<34} {:<28} {:<7} {:<4} {:>7} {:>4}", "plan", "W_fwd W_bwd G O", "quant",
+                                "coll", "mem_GiB", "fit");
+  for (const auto& c : columns) out += fmt::format(" {:>10}", c + "_GB");
   out += fmt::format(" {:>8} {:>9} {:>9} {:>8}\n", "step_s", "compute_s", "exposed_s", "TFLOPS");
   for (const auto& r : rows) {
-    out += fmt::format("{:<34} {:<28} {:<7} {:>7.1f} {:>4}", r.plan.name(), placements(topo, r.plan),
-                       quant(r.plan), double(r.cost.memory.peak_bytes()) / kGiB, r.cost.fits ? "yes" : "NO");
-    for (const auto& t : r.cost.tiers) out += fmt::format(" {:>10.2f}", t.bytes / 1e9);
+    out += fmt::format("{:<34} {:<28} {:<7} {:<4} {:>7.1f} {:>4}", r.plan.name(), placements(topo, r.plan),
+                       quant(r.plan), r.plan.options().collectives == CollectiveAlgo::flat ? "flat" : "hier",
+                       double(r.cost.memory.peak_bytes()) / kGiB, r.cost.fits ? "yes" : "NO");
+    for (const auto& c : columns) out += fmt::format(" {:>10.2f}", traffic_bytes(r.cost, c) / 1e9);
     out += fmt::format(" {:>8.3f} {:>9.3f} {:>9.3f} {:>8.1f}\n", r.cost.step_s, r.cost.compute_s,
                        r.cost.exposed_comm_s, r.cost.tflops_per_device);
   }

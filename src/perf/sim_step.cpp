@@ -1,5 +1,6 @@
 #include "perf/sim_step.hpp"
 
+#include <algorithm>
 #include <thread>
 
 #include "comm/communicator.hpp"
@@ -53,17 +54,21 @@ SimStepResult simulate_step_comm(const ModelShape& model, const Topology& topo, 
                                  SimOptions options) {
   const PlannedStep planned = plan_step(model, topo, plan);
   const int n = topo.world_size(), T = topo.num_tiers();
+  const std::vector<std::string>& labels = planned.schedule.labels();  // tiers, then flat groups
+  auto index_of = [&](const std::string& label) {
+    return static_cast<std::size_t>(std::find(labels.begin(), labels.end(), label) - labels.begin());
+  };
   SimStepResult out;
-  for (int t = 0; t < T; ++t) out.tiers.push_back(SimTierResult{.name = topo.tier(t).name});
+  for (const auto& label : labels) out.tiers.push_back(SimTierResult{.name = label});
   for (const auto& c : planned.schedule.collectives())
     for (const TierStep& s : c.steps) {
       const double t = collective_time_s(s.kind, double(s.payload_bytes), s.group_size,
                                          link_of(topo.tier(s.tier), options.reduce_gbps));
-      out.tiers[s.tier].closed_form_s += t;
+      out.tiers[index_of(s.label)].closed_form_s += t;
       out.closed_form_total_s += t;
     }
   for (const auto& [name, bytes] : planned.schedule.bytes_per_tier())
-    out.tiers[topo.tier_index(name)].schedule_bytes = bytes;
+    out.tiers[index_of(name)].schedule_bytes = bytes;
 
   auto world = std::make_shared<SimWorld>(topo, options);
   auto transports = make_sim_transports(world, make_thread_transports(n));
@@ -72,7 +77,7 @@ SimStepResult simulate_step_comm(const ModelShape& model, const Topology& topo, 
   copt.timeout_s = 60;
   std::vector<std::unique_ptr<Communicator>> comms;
   for (auto& t : transports) comms.push_back(make_communicator(std::move(t), "world", copt));
-  std::vector<double> end(n, 0.0), rank0_tier_s(T, 0.0);
+  std::vector<double> end(n, 0.0), rank0_tier_s(labels.size(), 0.0);
   std::map<std::string, TierTraffic> rank0_traffic;
   std::vector<std::exception_ptr> errors(n);
   std::vector<std::thread> threads;
@@ -81,6 +86,8 @@ SimStepResult simulate_step_comm(const ModelShape& model, const Topology& topo, 
       try {
         Mesh mesh(topo, std::move(comms[r]));
         for (int t = 0; t < T; ++t) mesh.tier(t);  // create the tier groups (bookkeeping traffic)
+        for (const auto& c : planned.schedule.collectives())
+          for (const TierStep& s : c.steps) mesh.flat_group(s.tiers);  // and the flat ones
         mesh.world().barrier().wait();
         mesh.ledger().reset();
         world->advance_to_s(r, kStart_s);
@@ -88,8 +95,8 @@ SimStepResult simulate_step_comm(const ModelShape& model, const Topology& topo, 
         for (const auto& c : planned.schedule.collectives())
           for (const TierStep& s : c.steps) {
             const double t0 = world->now_s(r);
-            run_tier_step(mesh.tier(s.tier), s, a, b);
-            if (r == 0) rank0_tier_s[s.tier] += world->now_s(r) - t0;
+            run_tier_step(mesh.flat_group(s.tiers), s, a, b);
+            if (r == 0) rank0_tier_s[index_of(s.label)] += world->now_s(r) - t0;
           }
         end[r] = world->now_s(r);
         if (r == 0) rank0_traffic = mesh.ledger().snapshot();
@@ -100,9 +107,9 @@ SimStepResult simulate_step_comm(const ModelShape& model, const Topology& topo, 
   for (auto& t : threads) t.join();
   for (auto& e : errors)
     if (e) std::rethrow_exception(e);
-  for (int t = 0; t < T; ++t) {
+  for (std::size_t t = 0; t < labels.size(); ++t) {
     out.tiers[t].simulated_s = rank0_tier_s[t];
-    auto it = rank0_traffic.find(topo.tier(t).name);
+    auto it = rank0_traffic.find(labels[t]);
     out.tiers[t].ledger_bytes = it == rank0_traffic.end() ? 0.0 : it->second.bytes;
   }
   for (double e : end) out.simulated_total_s = std::max(out.simulated_total_s, e - kStart_s);

@@ -1,8 +1,8 @@
 // A step's communication on the simulated transport: every tier step of every collective of the
 // plan's StepSchedule runs through the real collective code (comm/) on a Mesh of simulated ranks
 // (perf/sim_transport.hpp), one after another, with buffers of the scheduled sizes. The result is
-// the simulated time per tier beside the closed-form time the cost model charges for the same steps
-// (perf/collective_time.hpp), and the ledger's bytes per tier beside the schedule's. Threads: one
+// the simulated time per tier (and per flat group) beside the closed-form time the cost model charges for the
+// same steps (perf/collective_time.hpp), and the ledger's bytes per tier beside the schedule's. Threads: one
 // per rank, so this is for small worlds (the CLI allows up to 64 ranks).
 #pragma once
 
@@ -24,8 +24,8 @@ struct SimTierResult {
 };
 
 struct SimStepResult {
-  std::vector<SimTierResult> tiers;
-  double simulated_total_s = 0;  // the slowest rank, start to end
+  std::vector<SimTierResult> tiers;  // StepSchedule::labels(): the tiers, then flat groups
+  double simulated_total_s = 0;      // the slowest rank, start to end
   double closed_form_total_s = 0;
 };
 

@@ -12,12 +12,15 @@
 namespace tz::perf {
 namespace {
 
-double collective_seconds(const ScheduledCollective& c, const Topology& topo, std::vector<double>* busy) {
+// Prices every step on its tier's link (a flat step: the outermost tier of its group, as a ring that
+// crosses that tier runs at its per-rank bandwidth) and books the time under the step's label.
+double collective_seconds(const ScheduledCollective& c, const Topology& topo,
+                          const std::vector<std::string>& labels, std::vector<double>* busy) {
   double s = 0;
   for (const TierStep& step : c.steps) {
     const double t = collective_time_s(step.kind, double(step.payload_bytes), step.group_size,
                                        link_of(topo.tier(step.tier)));
-    (*busy)[step.tier] += t;
+    (*busy)[std::find(labels.begin(), labels.end(), step.label) - labels.begin()] += t;
     s += t;
   }
   return s;
@@ -77,19 +80,20 @@ StepCost predict_step(const ModelShape& model, const Topology& topo, const Parti
   std::vector<int> last_bwd(mr.names.size(), -1);
   for (std::size_t i = 0; i < mr.backward.size(); ++i) last_bwd[mr.backward[i]] = static_cast<int>(i);
 
-  std::vector<double> busy(topo.num_tiers(), 0.0), boundary_busy(topo.num_tiers(), 0.0);
+  const std::vector<std::string>& labels = schedule.labels();
+  std::vector<double> busy(labels.size(), 0.0), boundary_busy(labels.size(), 0.0);
   std::vector<CommItem> items;
   std::vector<int> fwd_seen(accum, 0), bwd_seen(accum, 0);
   double boundary_s = 0;
   for (const ScheduledCollective& c : schedule.collectives()) {
     if (c.phase == StepPhase::boundary || c.phase == StepPhase::scalar) {
-      boundary_s += collective_seconds(c, topo, &boundary_busy);
+      boundary_s += collective_seconds(c, topo, labels, &boundary_busy);
       continue;
     }
     TZ_CHECK(c.micro_batch >= 0 && c.micro_batch < accum, "micro-batch {}", c.micro_batch);
     const int base = c.micro_batch * per_micro;
     CommItem item;
-    item.seconds = collective_seconds(c, topo, &busy);
+    item.seconds = collective_seconds(c, topo, labels, &busy);
     switch (c.purpose) {
       case CollectivePurpose::weight_gather_fwd:
         item.kind = CommItem::Kind::gather;
@@ -129,9 +133,9 @@ StepCost predict_step(const ModelShape& model, const Topology& topo, const Parti
   out.tokens_per_step = double(seq) * b * accum * topo.world_size();
 
   const auto bytes = schedule.bytes_per_tier();
-  for (int t = 0; t < topo.num_tiers(); ++t) {
+  for (std::size_t t = 0; t < labels.size(); ++t) {
     TierCost tc;
-    tc.name = topo.tier(t).name;
+    tc.name = labels[t];
     tc.bytes = bytes.at(tc.name);
     tc.busy_s = busy[t] + boundary_busy[t];
     // Exposed pass time is shared among tiers in proportion to their busy time in the passes.

@@ -3,7 +3,9 @@
 // memory per rank, and whether it fits.
 //   bytes     the plan's StepSchedule (plan/step_schedule.hpp): the very list of collectives the
 //             engine issues, priced tier step by tier step; bytes per tier are its bytes_per_tier().
-//   comm time each tier step by perf/collective_time.hpp from the tier's bandwidth and latency.
+//   comm time each tier step by perf/collective_time.hpp from the tier's bandwidth and latency; a
+//             flat collective over a set of tiers (PlanOptions::collectives) is one ring over the
+//             whole group at the outermost tier's per-rank bandwidth and latency.
 //   compute   executed FLOPs (perf/step_flops.hpp) at achievable_fraction x the device's peak
 //             (a roofline's compute roof: GPT matmuls at these shapes are compute-bound; the
 //             fraction is a documented input, not fitted).
@@ -57,7 +59,9 @@ struct StepCost {
   double executed_flops = 0;
   double tflops_per_device = 0;  // model FLOPs / step time
   double tokens_per_step = 0;    // whole world
-  std::vector<TierCost> tiers;   // topology order, innermost first
+  // The schedule's labels (StepSchedule::labels): the topology's tiers innermost first, then the
+  // flat groups of a plan with collectives = flat ("world", "gcd+node", ...).
+  std::vector<TierCost> tiers;
   MemoryPlan memory;
   double capacity_bytes = 0;  // device memory; 0 = unknown
   bool fits = true;

@@ -90,27 +90,60 @@ TEST(CostModel, BytesPerTierAndMemoryMatchThePlanForEveryPreset) {
        {Topology::load("frontier-mini"), flat_with_device, Topology::load("dgx-h100")}) {
     const Topology topo = any.resolved() ? any : any.resolve(8);
     const std::string topo_name = topo.name();
-    for (const auto& name : PartitionPlan::preset_names()) {
-      PlanOptions base;
-      base.grad_accum_steps = 2;
-      const PartitionPlan plan = preset_with_options(name, topo, base);
-      const StepCost cost = predict_step(m, topo, plan);
-      std::vector<RangeSpec> ranges;
-      for (std::size_t i = 0; i < mr.names.size(); ++i) ranges.push_back({mr.names[i], mr.numel[i]});
-      const ShardLayout layout(ranges, topo, plan);
-      const auto bytes = StepSchedule(layout, {mr.forward, mr.backward}).bytes_per_tier();
-      ASSERT_EQ(cost.tiers.size(), bytes.size());
-      for (const auto& t : cost.tiers)
-        EXPECT_EQ(t.bytes, bytes.at(t.name)) << topo_name << " " << name << " " << t.name;
-      const MemoryPlan mem = plan_memory(layout);
-      EXPECT_EQ(cost.memory.state_bytes(), mem.state_bytes()) << name;
-      EXPECT_EQ(cost.memory.working_bytes(), mem.working_bytes()) << name;
-      EXPECT_EQ(double(cost.memory.activation_bytes),
-                std::floor(activation_bytes(m.config, m.seq_len(), 1, true).total()));
-      EXPECT_GT(cost.step_s, 0);
-      EXPECT_GE(cost.step_s + 1e-15, cost.compute_s + cost.optimizer_s) << name;
-    }
+    for (const auto& name : PartitionPlan::preset_names())
+      for (CollectiveAlgo algo : {CollectiveAlgo::hierarchical, CollectiveAlgo::flat}) {
+        PlanOptions base;
+        base.grad_accum_steps = 2;
+        base.collectives = algo;
+        const PartitionPlan plan = preset_with_options(name, topo, base);
+        const StepCost cost = predict_step(m, topo, plan);
+        std::vector<RangeSpec> ranges;
+        for (std::size_t i = 0; i < mr.names.size(); ++i) ranges.push_back({mr.names[i], mr.numel[i]});
+        const ShardLayout layout(ranges, topo, plan);
+        const auto bytes = StepSchedule(layout, {mr.forward, mr.backward}).bytes_per_tier();
+        ASSERT_EQ(cost.tiers.size(), bytes.size());
+        for (const auto& t : cost.tiers)
+          EXPECT_EQ(t.bytes, bytes.at(t.name)) << topo_name << " " << name << " " << t.name;
+        const MemoryPlan mem = plan_memory(layout);
+        EXPECT_EQ(cost.memory.state_bytes(), mem.state_bytes()) << name;
+        EXPECT_EQ(cost.memory.working_bytes(), mem.working_bytes()) << name;
+        EXPECT_EQ(double(cost.memory.activation_bytes),
+                  std::floor(activation_bytes(m.config, m.seq_len(), 1, true).total()));
+        EXPECT_GT(cost.step_s, 0);
+        EXPECT_GE(cost.step_s + 1e-15, cost.compute_s + cost.optimizer_s) << name;
+      }
   }
+}
+
+// A flat ring over a multi-tier group of p ranks: (p - 1) steps, each at the outermost tier's latency
+// plus payload / p at its per-rank bandwidth. zero3 on frontier-mini (8 ranks, system 12.5 GB/s, 5 us):
+// every gather and reduction is one world step; the world row's busy time is their sum by hand, the
+// scalars stay on the tiers, and the flat plan is slower than the hierarchical one (same bytes, but all
+// of them at the slowest link), with the same memory.
+TEST(CostModel, FlatRingIsPricedOnTheOutermostTierOfItsGroup) {
+  const ModelShape m = load_model_shape("gpt-tiny");
+  const Topology topo = Topology::load("frontier-mini");
+  PlanOptions flat_opts;
+  flat_opts.collectives = CollectiveAlgo::flat;
+  const PartitionPlan flat = preset_with_options("zero3", topo, flat_opts);
+  const PartitionPlan hier = preset_with_options("zero3", topo, {});
+  const StepCost fc = predict_step(m, topo, flat), hc = predict_step(m, topo, hier);
+  const PlannedStep planned = plan_step(m, topo, flat);
+  double by_hand = 0;
+  for (const auto& c : planned.schedule.collectives())
+    for (const auto& st : c.steps)
+      if (st.label == "world") {
+        ASSERT_EQ(st.group_size, 8);
+        by_hand += 7 * (5e-6 + double(st.payload_bytes) / 8 / 12.5e9);
+      }
+  ASSERT_EQ(fc.tiers.size(), 4u);
+  EXPECT_EQ(fc.tiers[3].name, "world");
+  EXPECT_NEAR(fc.tiers[3].busy_s, by_hand, 1e-12 * by_hand);
+  EXPECT_GT(by_hand, 0);
+  EXPECT_NEAR(fc.tiers[3].bytes + fc.tiers[0].bytes + fc.tiers[1].bytes + fc.tiers[2].bytes,
+              hc.tiers[0].bytes + hc.tiers[1].bytes + hc.tiers[2].bytes, 1e-6);
+  EXPECT_GT(fc.step_s, hc.step_s);
+  EXPECT_EQ(fc.memory.peak_bytes(), hc.memory.peak_bytes());
 }
 
 TEST(CostModel, Zero3SystemBytesByHand) {
@@ -168,11 +201,24 @@ TEST(AutoPlanner, BestFittingPlanIsNoSlowerThanAnyPreset) {
   const Topology topo = Topology::load("frontier-mini");
   const auto found = search_plans(m, topo, {});
   ASSERT_FALSE(found.empty());
+  // Both collective algorithms are searched; a flat twin is listed only where it differs.
+  int flat = 0;
+  for (const auto& c : found)
+    if (c.plan.options().collectives == CollectiveAlgo::flat) {
+      ++flat;
+      EXPECT_NE(c.plan.name().find(" flat"), std::string::npos) << c.plan.name();
+    }
+  EXPECT_GT(flat, 0);
+  EXPECT_LT(flat, int(found.size()) / 2);
   ASSERT_TRUE(found.front().cost.fits);
   for (const auto& name : PartitionPlan::preset_names()) {
-    const StepCost c = predict_step(m, topo, preset_with_options(name, topo, {}));
-    if (c.fits) {
-      EXPECT_LE(found.front().cost.step_s, c.step_s * (1 + 1e-12)) << name;
+    for (CollectiveAlgo algo : {CollectiveAlgo::hierarchical, CollectiveAlgo::flat}) {
+      PlanOptions base;
+      base.collectives = algo;
+      const StepCost c = predict_step(m, topo, preset_with_options(name, topo, base));
+      if (c.fits) {
+        EXPECT_LE(found.front().cost.step_s, c.step_s * (1 + 1e-12)) << name;
+      }
     }
   }
 }
