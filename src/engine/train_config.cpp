@@ -101,8 +101,8 @@ std::string placement(const JsonFields& f, std::string_view key) {
 void read_tierzero(const nlohmann::json& doc, const std::string& where, TrainConfig& cfg) {
   JsonFields f(doc, where);
   f.allow_only({"plan", "W_fwd", "W_bwd", "G", "O", "prefetch_depth", "quant_block_size",
-                "max_nonfinite_steps", "train_steps", "sequence_length", "activation_recompute", "qwz",
-                "qgz"});
+                "max_nonfinite_steps", "train_steps", "sequence_length", "activation_recompute", "qwz", "qgz",
+                "hpz", "collectives"});
   cfg.plan = f.str_or("plan", cfg.plan);
   cfg.placement = {placement(f, "W_fwd"), placement(f, "W_bwd"), placement(f, "G"), placement(f, "O")};
   cfg.prefetch_depth = positive_int(f, "prefetch_depth", cfg.prefetch_depth, 0);
@@ -114,6 +114,7 @@ void read_tierzero(const nlohmann::json& doc, const std::string& where, TrainCon
   if (f.has("qwz")) cfg.qwz = f.boolean("qwz");
   if (f.has("qgz")) cfg.qgz = f.boolean("qgz");
   if (f.has("hpz")) cfg.hpz = f.boolean("hpz");
+  cfg.collectives = f.str_or("collectives", cfg.collectives);
 }
 
 bool enabled(const nlohmann::json& doc, const std::string& where) {
@@ -185,6 +186,7 @@ nlohmann::json TrainConfig::to_json() const {
   if (qwz) t["qwz"] = *qwz;
   if (qgz) t["qgz"] = *qgz;
   if (hpz) t["hpz"] = *hpz;
+  if (!collectives.empty()) t["collectives"] = collectives;
   for (auto [key, v] : {std::pair{"W_fwd", &placement.w_fwd},
                         {"W_bwd", &placement.w_bwd},
                         {"G", &placement.g},

@@ -14,7 +14,7 @@
 // tierzero keys:
 //   tierzero {plan: preset name, W_fwd, W_bwd, G, O: tier name or "replicated", prefetch_depth,
 //             quant_block_size, max_nonfinite_steps, train_steps, sequence_length, activation_recompute,
-//             qwz, qgz, hpz}
+//             qwz, qgz, hpz, collectives}
 #pragma once
 
 #include <nlohmann/json_fwd.hpp>
@@ -64,6 +64,8 @@ struct TrainConfig {
   std::optional<bool> qwz, qgz;  // unset: the preset's choice (zeropp turns both on)
   std::optional<bool> hpz;       // unset: the preset's choice; DeepSpeed configs: partition size > 1
   PlacementOverrides placement;
+  std::string
+      collectives;  // "hierarchical" | "flat" (one ring per group, as DeepSpeed runs); "" = the plan's
   int prefetch_depth = 1;
   int quant_block_size = 0;     // 0: the quantizer's default
   int max_nonfinite_steps = 3;  // skipped steps tolerated before all ranks stop together

@@ -91,6 +91,8 @@ PartitionPlan plan_from_config(const TrainConfig& c, const Topology& topo) {
   spec.grad_accum_steps = c.grad_accum;
   spec.micro_batch_size = c.micro_batch;
   spec.dtype_mode = c.bf16 ? DTypeMode::bf16 : DTypeMode::fp32;
+  if (!c.collectives.empty())
+    spec.collectives = parse_collective_algo(c.collectives, "config: tierzero.collectives");
   return make_plan(spec, topo);
 }
 

@@ -25,3 +25,5 @@ tz_add_mpi_test(NAME train_mpi_hosts_need_emulate NP 8 COMMAND ${TZ_TRAIN} --ste
 set_tests_properties(train_mpi_hosts_need_emulate PROPERTIES PASS_REGULAR_EXPRESSION "--emulate")
 tz_add_mpi_test(NAME train_mpi_nan_skips_together NP 4 COMMAND ${TZ_TRAIN} --steps 3 --plan zero3 --inject-nan-step 1 --inject-nan-rank 3)
 set_tests_properties(train_mpi_nan_skips_together PROPERTIES PASS_REGULAR_EXPRESSION "SKIPPED.*1 skipped steps")
+tz_add_mpi_test(NAME train_mpi_three_level_flat_np8 NP 8 COMMAND ${TZ_TRAIN} --config ${TZ_CFG}/three_level_flat.json --topology frontier-mini --emulate)
+set_tests_properties(train_mpi_three_level_flat_np8 PROPERTIES PASS_REGULAR_EXPRESSION "collectives flat.*done: final loss")

@@ -60,13 +60,14 @@ TEST(TrainConfig, StagesMapToPresetsAndTierzeroKeysOverride) {
 
 TEST(TrainConfig, RoundTripsThroughJson) {
   auto cfg = TrainConfig::from_json(nlohmann::json::parse(R"({"train_micro_batch_size_per_gpu": 5,
-    "tierzero": {"plan": "three-level", "W_bwd": "gcd", "train_steps": 7}})"),
+    "tierzero": {"plan": "three-level", "W_bwd": "gcd", "train_steps": 7, "collectives": "flat"}})"),
                                     "c");
   auto again = TrainConfig::from_json(cfg.to_json(), "again");
   EXPECT_EQ(again.to_json(), cfg.to_json());
   EXPECT_EQ(again.micro_batch, 5);
   EXPECT_EQ(again.placement.w_bwd, "gcd");
   EXPECT_EQ(again.train_steps, 7);
+  EXPECT_EQ(again.collectives, "flat");
 }
 
 TEST(TrainConfig, BadInputNamesTheKey) {
