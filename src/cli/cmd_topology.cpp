@@ -17,7 +17,8 @@ struct TopologyArgs {
 
 int run_topology(const TopologyArgs& args) {
   Topology topo = Topology::load(args.topology);
-  if (args.world_size > 0 || topo.resolved()) topo = topo.resolve(args.world_size > 0 ? args.world_size : topo.world_size());
+  if (args.world_size > 0 || topo.resolved())
+    topo = topo.resolve(args.world_size > 0 ? args.world_size : topo.world_size());
   if (args.format == "json") {
     fmt::print("{}\n", topo.to_json().dump(2));
     return 0;
@@ -43,18 +44,18 @@ int run_topology(const TopologyArgs& args) {
   return 0;
 }
 
-const bool registered = register_command({"topology", "Show a topology preset or file: tiers, rank coordinates, groups",
-                                          [](CLI::App& sub) -> RunFn {
-                                            auto args = std::make_shared<TopologyArgs>();
-                                            sub.add_option("topology", args->topology, "preset name or JSON file")
-                                                ->capture_default_str();
-                                            sub.add_option("--world-size", args->world_size,
-                                                           "resolve an \"auto\" outer fan-out to this many ranks");
-                                            sub.add_option("--format", args->format, "text or json")
-                                                ->check(CLI::IsMember({"text", "json"}))
-                                                ->capture_default_str();
-                                            return [args] { return run_topology(*args); };
-                                          }});
+const bool registered = register_command(
+    {"topology", "Show a topology preset or file: tiers, rank coordinates, groups",
+     [](CLI::App& sub) -> RunFn {
+       auto args = std::make_shared<TopologyArgs>();
+       sub.add_option("topology", args->topology, "preset name or JSON file")->capture_default_str();
+       sub.add_option("--world-size", args->world_size,
+                      "resolve an \"auto\" outer fan-out to this many ranks");
+       sub.add_option("--format", args->format, "text or json")
+           ->check(CLI::IsMember({"text", "json"}))
+           ->capture_default_str();
+       return [args] { return run_topology(*args); };
+     }});
 
 }  // namespace
 }  // namespace tz::cli

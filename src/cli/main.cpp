@@ -19,7 +19,9 @@ bool register_command(CommandSpec spec) {
   return true;
 }
 
-const std::vector<CommandSpec>& registered_commands() { return registry(); }
+const std::vector<CommandSpec>& registered_commands() {
+  return registry();
+}
 
 }  // namespace tz::cli
 

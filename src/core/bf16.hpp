@@ -14,11 +14,14 @@ static_assert(sizeof(bf16) == 2);
 
 inline bf16 to_bf16(float f) {
   std::uint32_t u = std::bit_cast<std::uint32_t>(f);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return bf16{static_cast<std::uint16_t>((u >> 16) | 0x40u)};  // quiet NaN
-  u += 0x7fffu + ((u >> 16) & 1u);  // round to nearest even
+  if ((u & 0x7fffffffu) > 0x7f800000u)
+    return bf16{static_cast<std::uint16_t>((u >> 16) | 0x40u)};  // quiet NaN
+  u += 0x7fffu + ((u >> 16) & 1u);                               // round to nearest even
   return bf16{static_cast<std::uint16_t>(u >> 16)};
 }
 
-inline float to_float(bf16 h) { return std::bit_cast<float>(static_cast<std::uint32_t>(h.bits) << 16); }
+inline float to_float(bf16 h) {
+  return std::bit_cast<float>(static_cast<std::uint32_t>(h.bits) << 16);
+}
 
 }  // namespace tz

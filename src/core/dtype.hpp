@@ -16,20 +16,28 @@ enum class DType : std::uint8_t {
 
 constexpr std::size_t dtype_bytes(DType t) {
   switch (t) {
-    case DType::f32: return 4;
-    case DType::bf16: return 2;
-    case DType::f64: return 8;
-    case DType::u8: return 1;
+    case DType::f32:
+      return 4;
+    case DType::bf16:
+      return 2;
+    case DType::f64:
+      return 8;
+    case DType::u8:
+      return 1;
   }
   return 0;
 }
 
 constexpr std::string_view dtype_name(DType t) {
   switch (t) {
-    case DType::f32: return "f32";
-    case DType::bf16: return "bf16";
-    case DType::f64: return "f64";
-    case DType::u8: return "u8";
+    case DType::f32:
+      return "f32";
+    case DType::bf16:
+      return "bf16";
+    case DType::f64:
+      return "f64";
+    case DType::u8:
+      return "u8";
   }
   return "?";
 }

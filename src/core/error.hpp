@@ -43,9 +43,10 @@ namespace detail {
 }  // namespace tz
 
 // Invariant checks: both values are printed on failure. Always on (they guard cheap conditions).
-#define TZ_CHECK(cond, ...)                                                                  \
-  do {                                                                                       \
-    if (!(cond)) ::tz::detail::check_failed(__FILE__, __LINE__, #cond " " __VA_OPT__(+ fmt::format(__VA_ARGS__))); \
+#define TZ_CHECK(cond, ...)                                                                            \
+  do {                                                                                                 \
+    if (!(cond))                                                                                       \
+      ::tz::detail::check_failed(__FILE__, __LINE__, #cond " " __VA_OPT__(+fmt::format(__VA_ARGS__))); \
   } while (0)
 
 #define TZ_CHECK_OP_(a, b, op)                                                                   \

@@ -21,7 +21,9 @@ void JsonFields::allow_only(std::initializer_list<std::string_view> allowed) con
   }
 }
 
-bool JsonFields::has(std::string_view key) const { return obj_.contains(key); }
+bool JsonFields::has(std::string_view key) const {
+  return obj_.contains(key);
+}
 
 const nlohmann::json& JsonFields::raw(std::string_view key) const {
   auto it = obj_.find(key);

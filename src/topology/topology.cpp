@@ -25,7 +25,8 @@ Tier parse_tier(const nlohmann::json& doc, const std::string& where, bool outerm
     *auto_fanout = true;
     t.fanout = 1;
   } else {
-    if (!fan.is_number_integer()) f.fail("fanout", fmt::format("must be a positive integer or \"auto\", got {}", fan.dump()));
+    if (!fan.is_number_integer())
+      f.fail("fanout", fmt::format("must be a positive integer or \"auto\", got {}", fan.dump()));
     long long v = fan.get<long long>();
     if (v < 1 || v > (1 << 20)) f.fail("fanout", fmt::format("must be a positive integer, got {}", v));
     t.fanout = static_cast<int>(v);
@@ -47,7 +48,8 @@ DeviceSpec parse_device(const nlohmann::json& doc, const std::string& where) {
   d.memory_gib = f.number_or("memory_gib", 0);
   d.memory_bandwidth_gbps = f.number_or("memory_bandwidth_gbps", 0);
   d.source = f.str_or("source", "");
-  for (auto [key, v] : {std::pair{"peak_tflops", d.peak_tflops}, {"memory_gib", d.memory_gib},
+  for (auto [key, v] : {std::pair{"peak_tflops", d.peak_tflops},
+                        {"memory_gib", d.memory_gib},
                         {"memory_bandwidth_gbps", d.memory_bandwidth_gbps}}) {
     if (v < 0) f.fail(key, fmt::format("must be >= 0, got {}", v));
   }
@@ -111,14 +113,16 @@ Topology Topology::resolve(int world_size) const {
   for (int t = 0; t + 1 < num_tiers(); ++t) inner *= tiers_[t].fanout;
   if (auto_outer_) {
     if (world_size % inner != 0)
-      fail_input("topology {}: {} ranks is not a multiple of {} (the product of the fan-outs below tier '{}')",
-                 name_, world_size, inner, tiers_.back().name);
+      fail_input(
+          "topology {}: {} ranks is not a multiple of {} (the product of the fan-outs below tier '{}')",
+          name_, world_size, inner, tiers_.back().name);
     out.tiers_.back().fanout = world_size / inner;
     out.auto_outer_ = false;
   }
   if (out.world_size() != world_size) {
     std::string fans;
-    for (const auto& t : out.tiers_) fans += fmt::format("{}{}={}", fans.empty() ? "" : " x ", t.name, t.fanout);
+    for (const auto& t : out.tiers_)
+      fans += fmt::format("{}{}={}", fans.empty() ? "" : " x ", t.name, t.fanout);
     fail_input("topology {}: fan-outs {} multiply to {} ranks, but the world has {}", name_, fans,
                out.world_size(), world_size);
   }
@@ -130,8 +134,8 @@ Topology Topology::resolve_outer(int outer_fanout) const {
   int inner = 1;
   for (int t = 0; t + 1 < num_tiers(); ++t) inner *= tiers_[t].fanout;
   if (!auto_outer_ && tiers_.back().fanout != outer_fanout)
-    fail_input("topology {}: tier '{}' has fan-out {}, not {}", name_, tiers_.back().name, tiers_.back().fanout,
-               outer_fanout);
+    fail_input("topology {}: tier '{}' has fan-out {}, not {}", name_, tiers_.back().name,
+               tiers_.back().fanout, outer_fanout);
   return resolve(inner * outer_fanout);
 }
 
@@ -227,15 +231,16 @@ std::string Topology::tier_set_name(TierSet tiers) const {
 
 void Topology::check_hosts(const std::vector<std::string>& hostnames, bool emulate) const {
   if (static_cast<int>(hostnames.size()) != world_size())
-    fail_input("topology {}: describes {} ranks but {} ranks are running", name_, world_size(), hostnames.size());
+    fail_input("topology {}: describes {} ranks but {} ranks are running", name_, world_size(),
+               hostnames.size());
   if (host_tier_ < 0 || emulate) return;
   const TierSet host = tiers_up_to(host_tier_);
   std::map<std::string, int> first_rank_on_host;
   for (int r = 0; r < world_size(); ++r) {
     for (int peer : group_ranks(r, host)) {
       if (hostnames[peer] != hostnames[r])
-        fail_input("topology {}: puts ranks {} and {} on one {} but they run on hosts '{}' and '{}'", name_, r,
-                   peer, tiers_[host_tier_].name, hostnames[r], hostnames[peer]);
+        fail_input("topology {}: puts ranks {} and {} on one {} but they run on hosts '{}' and '{}'", name_,
+                   r, peer, tiers_[host_tier_].name, hostnames[r], hostnames[peer]);
     }
     auto [it, inserted] = first_rank_on_host.emplace(hostnames[r], r);
     if (!inserted && group_color(it->second, host) != group_color(r, host))
@@ -251,7 +256,8 @@ nlohmann::json Topology::to_json() const {
   doc["name"] = name_;
   if (!description_.empty()) doc["description"] = description_;
   for (const auto& t : tiers_) {
-    nlohmann::json tj = {{"name", t.name}, {"bandwidth_gbps", t.bandwidth_gbps}, {"latency_us", t.latency_us}};
+    nlohmann::json tj = {
+        {"name", t.name}, {"bandwidth_gbps", t.bandwidth_gbps}, {"latency_us", t.latency_us}};
     tj["fanout"] = t.fanout;
     if (!t.source.empty()) tj["source"] = t.source;
     doc["tiers"].push_back(tj);

@@ -30,16 +30,20 @@ struct Tier {
 // The device every rank drives; used by the cost model. Zeros where a preset does not say.
 struct DeviceSpec {
   std::string name;
-  double peak_tflops = 0;        // dense bf16 peak per rank
-  double memory_gib = 0;         // memory per rank
+  double peak_tflops = 0;  // dense bf16 peak per rank
+  double memory_gib = 0;   // memory per rank
   double memory_bandwidth_gbps = 0;
   std::string source;
 };
 
 // A set of tiers as a bit mask: bit t = tier t.
 using TierSet = std::uint32_t;
-constexpr TierSet tier_bit(int t) { return TierSet{1} << t; }
-constexpr TierSet tiers_up_to(int t) { return (TierSet{1} << (t + 1)) - 1; }
+constexpr TierSet tier_bit(int t) {
+  return TierSet{1} << t;
+}
+constexpr TierSet tiers_up_to(int t) {
+  return (TierSet{1} << (t + 1)) - 1;
+}
 
 class Topology {
  public:

@@ -14,7 +14,8 @@
 namespace tz {
 namespace {
 
-constexpr double kAdamVsRef = 1e-5;  // max relative difference (|p| + 1e-3) of fp32 vs the fp64 reference, 5 steps
+constexpr double kAdamVsRef =
+    1e-5;  // max relative difference (|p| + 1e-3) of fp32 vs the fp64 reference, 5 steps
 
 std::vector<float> randn(std::size_t n, unsigned seed) {
   std::mt19937 gen(seed);

@@ -17,7 +17,8 @@ void expect_input_error(F&& f, std::initializer_list<std::string> fragments) {
     f();
     FAIL() << "expected an InputError";
   } catch (const InputError& e) {
-    for (const auto& frag : fragments) EXPECT_NE(std::string(e.what()).find(frag), std::string::npos) << e.what();
+    for (const auto& frag : fragments)
+      EXPECT_NE(std::string(e.what()).find(frag), std::string::npos) << e.what();
     EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos) << "one-line message: " << e.what();
   }
 }
@@ -26,7 +27,8 @@ nlohmann::json two_tier(nlohmann::json inner_fanout = 2) {
   return nlohmann::json::parse(R"({"name": "t", "tiers": [
     {"name": "a", "fanout": 2, "bandwidth_gbps": 100, "latency_us": 1},
     {"name": "b", "fanout": "auto", "bandwidth_gbps": 10, "latency_us": 5}], "host_tier": "a"})")
-      .patch(nlohmann::json::array({{{"op", "replace"}, {"path", "/tiers/0/fanout"}, {"value", inner_fanout}}}));
+      .patch(
+          nlohmann::json::array({{{"op", "replace"}, {"path", "/tiers/0/fanout"}, {"value", inner_fanout}}}));
 }
 
 TEST(Topology, PresetsLoadAndResolve) {
@@ -79,7 +81,8 @@ TEST(Topology, GroupsForEveryTierSubsetPartitionTheWorld) {
 
 TEST(Topology, BadInputsNameKeyAndValue) {
   expect_input_error([] { Topology::load("nope"); }, {"nope", "frontier"});
-  expect_input_error([] { Topology::from_json(two_tier("x"), "f.json"); }, {"f.json", "tiers[0]", "fanout", "\"x\""});
+  expect_input_error([] { Topology::from_json(two_tier("x"), "f.json"); },
+                     {"f.json", "tiers[0]", "fanout", "\"x\""});
   expect_input_error([] { Topology::from_json(two_tier(0), "f.json"); }, {"fanout", "0"});
   expect_input_error([] { Topology::from_json(two_tier(2).at("tiers"), "f.json"); }, {"f.json", "object"});
   auto missing = two_tier();
@@ -96,13 +99,18 @@ TEST(Topology, BadInputsNameKeyAndValue) {
   expect_input_error([&] { Topology::from_json(bad_host, "f.json"); }, {"host_tier", "rack"});
   expect_input_error([] { Topology::from_json(two_tier(2), "f.json").resolve(7); }, {"7", "multiple of 2"});
   expect_input_error([] { Topology::load("frontier-mini").resolve(6); }, {"multiply to 8", "6"});
-  expect_input_error([] { Topology::load("frontier-mini").tier_index("rack"); }, {"rack", "gcd, node, system"});
+  expect_input_error([] { Topology::load("frontier-mini").tier_index("rack"); },
+                     {"rack", "gcd, node, system"});
 }
 
 TEST(Topology, HostCheckNamesRanksAndHosts) {
   Topology t = Topology::from_json(two_tier(), "f.json").resolve(4);  // host = domain of tier a
   t.check_hosts({"h0", "h0", "h1", "h1"}, false);
-  expect_input_error([&] { t.check_hosts({"h0", "h1", "h1", "h1"}, false); }, {"ranks 0 and 1", "'h0'", "'h1'"});
+  expect_input_error(
+      [&] {
+        t.check_hosts({"h0", "h1", "h1", "h1"}, false);
+      },
+      {"ranks 0 and 1", "'h0'", "'h1'"});
   expect_input_error([&] { t.check_hosts({"h0", "h0", "h0", "h0"}, false); }, {"ranks 0 and 2", "--emulate"});
   t.check_hosts({"h0", "h0", "h0", "h0"}, true);
   expect_input_error([&] { t.check_hosts({"h0", "h0"}, true); }, {"4 ranks", "2 ranks"});
