@@ -2,7 +2,7 @@
 # The main job: installs what is missing, builds, and trains the default GPT (gpt-tiny) on the default
 # corpus (Debian's fortunes) with the paper's three-level plan on the emulated 8-rank frontier-mini
 # topology (2 nodes x 2 GPUs x 2 GCDs, all on this machine), printing the falling loss, the bytes each
-# tier moved per step, and what zero3 would have moved (configs/demo_three_level.json; about 2-4 minutes
+# tier moved per step, and what zero3 would have moved (configs/demo_three_level.json; about a minute
 # on 2 cores). Extra arguments go to `tierzero train` (e.g. --steps 40, --plan zeropp).
 # The communication benchmark of the same topology: mpirun -np 8 build/tierzero bench comm --topology
 # frontier-mini --emulate.
