@@ -1,6 +1,7 @@
 // Tokenizer, shard readers and their one-line errors, the fortunes corpus and the data loader's
 // disjointness, determinism, union-of-ranks property and save/restore.
 #include <gtest/gtest.h>
+#include "support/expect_input_error.hpp"
 
 #include <filesystem>
 #include <fstream>
@@ -16,17 +17,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-template <typename F>
-void expect_input_error(F&& f, std::initializer_list<std::string> fragments) {
-  try {
-    f();
-    FAIL() << "expected an InputError";
-  } catch (const InputError& e) {
-    for (const auto& frag : fragments)
-      EXPECT_NE(std::string(e.what()).find(frag), std::string::npos) << e.what();
-    EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos) << e.what();
-  }
-}
+using test::expect_input_error;
 
 std::string temp_path(const std::string& name) {
   return (fs::temp_directory_path() / ("tz_data_test_" + std::to_string(::getpid()) + "_" + name)).string();

@@ -1,6 +1,7 @@
 // Config reading, the parameter layout's size table, decay segments, the range schedule (checked
 // against the calls a real forward/backward makes), initialisation and the FLOP formula.
 #include "model/parameter_layout.hpp"
+#include "support/expect_input_error.hpp"
 
 #include <gtest/gtest.h>
 
@@ -16,17 +17,7 @@
 namespace tz {
 namespace {
 
-template <typename F>
-void expect_input_error(F&& f, std::initializer_list<std::string> fragments) {
-  try {
-    f();
-    FAIL() << "expected an InputError";
-  } catch (const InputError& e) {
-    for (const auto& frag : fragments)
-      EXPECT_NE(std::string(e.what()).find(frag), std::string::npos) << e.what();
-    EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos) << e.what();
-  }
-}
+using test::expect_input_error;
 
 TEST(GptConfig, PresetsMatchConfigFiles) {
   for (const char* name : {"gpt-tiny", "gpt-small"}) {

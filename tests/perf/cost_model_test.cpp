@@ -2,6 +2,7 @@
 // plan's step schedule (the engine's formula) for every preset, memory against the plan's memory
 // accounting, the overlap model against its serial reference, and clear errors for bad inputs.
 #include <gtest/gtest.h>
+#include "support/expect_input_error.hpp"
 
 #include <filesystem>
 #include <fstream>
@@ -21,17 +22,7 @@
 namespace tz::perf {
 namespace {
 
-template <typename F>
-void expect_input_error(F&& f, std::initializer_list<std::string> fragments) {
-  try {
-    f();
-    FAIL() << "expected an InputError";
-  } catch (const InputError& e) {
-    for (const auto& frag : fragments)
-      EXPECT_NE(std::string(e.what()).find(frag), std::string::npos) << e.what();
-    EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos) << e.what();
-  }
-}
+using test::expect_input_error;
 
 TEST(StepFlops, SplitEqualsModelFormula) {
   for (const auto& name : model_preset_names()) {

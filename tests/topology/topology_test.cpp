@@ -1,4 +1,5 @@
 #include "topology/topology.hpp"
+#include "support/expect_input_error.hpp"
 
 #include <gtest/gtest.h>
 
@@ -10,18 +11,7 @@
 namespace tz {
 namespace {
 
-// Expects an InputError whose message contains every fragment.
-template <typename F>
-void expect_input_error(F&& f, std::initializer_list<std::string> fragments) {
-  try {
-    f();
-    FAIL() << "expected an InputError";
-  } catch (const InputError& e) {
-    for (const auto& frag : fragments)
-      EXPECT_NE(std::string(e.what()).find(frag), std::string::npos) << e.what();
-    EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos) << "one-line message: " << e.what();
-  }
-}
+using test::expect_input_error;
 
 nlohmann::json two_tier(nlohmann::json inner_fanout = 2) {
   return nlohmann::json::parse(R"({"name": "t", "tiers": [
