@@ -15,7 +15,7 @@ namespace {
 
 Tier parse_tier(const nlohmann::json& doc, const std::string& where, bool outermost, bool* auto_fanout) {
   JsonFields f(doc, where);
-  f.allow_only({"name", "fanout", "bandwidth_gbps", "latency_us", "source", "note"});
+  f.allow_only({"name", "fanout", "bandwidth_gbps", "latency_us", "reduce_gbps", "source", "note"});
   Tier t;
   t.name = f.str("name");
   if (t.name.empty()) f.fail("name", "must not be empty");
@@ -35,6 +35,8 @@ Tier parse_tier(const nlohmann::json& doc, const std::string& where, bool outerm
   if (!(t.bandwidth_gbps > 0)) f.fail("bandwidth_gbps", fmt::format("must be > 0, got {}", t.bandwidth_gbps));
   t.latency_us = f.number("latency_us");
   if (!(t.latency_us >= 0)) f.fail("latency_us", fmt::format("must be >= 0, got {}", t.latency_us));
+  t.reduce_gbps = f.number_or("reduce_gbps", 0);
+  if (!(t.reduce_gbps >= 0)) f.fail("reduce_gbps", fmt::format("must be >= 0, got {}", t.reduce_gbps));
   t.source = f.str_or("source", "");
   return t;
 }
@@ -259,6 +261,7 @@ nlohmann::json Topology::to_json() const {
     nlohmann::json tj = {
         {"name", t.name}, {"bandwidth_gbps", t.bandwidth_gbps}, {"latency_us", t.latency_us}};
     tj["fanout"] = t.fanout;
+    if (t.reduce_gbps > 0) tj["reduce_gbps"] = t.reduce_gbps;
     if (!t.source.empty()) tj["source"] = t.source;
     doc["tiers"].push_back(tj);
   }

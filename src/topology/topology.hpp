@@ -7,7 +7,10 @@
 // tiers 0..t (Frontier: the domain up to "node" is the 8 GCDs of one node).
 //
 // Units: bandwidth_gbps is GB/s (1e9 bytes per second) that one rank achieves in a collective confined
-// to that tier; latency_us is the per-message latency of one algorithm step on that tier.
+// to that tier; latency_us is the per-message latency of one algorithm step on that tier;
+// reduce_gbps (optional, 0 = not known: reductions priced free) is the rate at which a rank adds a
+// received block into its partial sum during a reduce-scatter on that tier, GB of block per second
+// (a calibrated figure: perf/calibration.hpp fits it from bench comm's reduce-scatter rows).
 #pragma once
 
 #include <nlohmann/json_fwd.hpp>
@@ -24,7 +27,8 @@ struct Tier {
   int fanout = 1;
   double bandwidth_gbps = 0;
   double latency_us = 0;
-  std::string source;  // where the figures come from
+  double reduce_gbps = 0;  // optional; 0 = not known
+  std::string source;      // where the figures come from
 };
 
 // The device every rank drives; used by the cost model. Zeros where a preset does not say.
