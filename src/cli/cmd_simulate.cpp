@@ -36,6 +36,9 @@ struct SimulateArgs {
   bool sim_check = false;
   std::string calibrate_from;
   double measured_tflops = 0;
+  std::vector<double> thread_tflops;
+  int host_cores = 0;
+  int local_ranks = 0;
   std::string write_topology;
   std::string collectives = "hierarchical";
 };
@@ -85,17 +88,38 @@ void write_charts(const std::filesystem::path& dir, const std::vector<std::strin
     fmt::print(stderr, "simulate: gnuplot failed (is gnuplot-nox installed?); CSV and JSON are written\n");
 }
 
+perf::DeviceCalibration device_calibration(const SimulateArgs& a) {
+  if (a.thread_tflops.empty()) {
+    if (a.host_cores > 0 || a.local_ranks > 0)
+      fail_input("--host-cores and --local-ranks need --thread-tflops (the 1-rank rates by thread count)");
+    return {.tflops = a.measured_tflops, .source = "given by --measured-tflops"};
+  }
+  if (a.measured_tflops > 0) fail_input("give --measured-tflops or --thread-tflops, not both");
+  if (a.host_cores < 1 || a.local_ranks < 1)
+    fail_input("--thread-tflops needs --host-cores C and --local-ranks k (ranks sharing the host)");
+  const perf::HostCompute host{.cores = a.host_cores, .tflops_by_threads = a.thread_tflops};
+  std::string rates;
+  for (std::size_t t = 0; t < a.thread_tflops.size(); ++t)
+    rates += fmt::format("{}R({}) = {:.4g}", t ? ", " : "", t + 1, a.thread_tflops[t]);
+  return {
+      .tflops = perf::shared_rank_tflops(host, a.local_ranks),
+      .source = fmt::format("{} ranks sharing {} cores: R(max(1, C/k)) x min(1, C/k), from the 1-rank rates "
+                            "{} TFLOPS with t threads",
+                            a.local_ranks, a.host_cores, rates)};
+}
+
 int run_calibrate(const SimulateArgs& a) {
   if (a.write_topology.empty()) fail_input("--calibrate-from needs --write-topology FILE");
   const nlohmann::json doc = perf::calibrated_topology_json(
-      Topology::load(a.topology), read_json_file(a.calibrate_from), a.measured_tflops, a.calibrate_from);
+      Topology::load(a.topology), read_json_file(a.calibrate_from), a.calibrate_from, device_calibration(a));
   Topology::from_json(doc, a.write_topology);  // it must read back
   std::ofstream(a.write_topology) << doc.dump(2) << "\n";
-  fmt::print("wrote {}:\n", a.write_topology);
+  fmt::print("wrote {}: device {:.4g} TFLOPS per rank\n", a.write_topology,
+             doc["device"]["peak_tflops"].get<double>());
   for (const auto& t : doc["tiers"])
-    fmt::print("  {:<10} {:>10.3f} GB/s {:>10.2f} us   {}\n", t["name"].get<std::string>(),
-               t["bandwidth_gbps"].get<double>(), t["latency_us"].get<double>(),
-               t["source"].get<std::string>());
+    fmt::print("  {:<10} {:>10.3f} GB/s {:>10.2f} us  reduce {:>8.3f} GB/s   {}\n",
+               t["name"].get<std::string>(), t["bandwidth_gbps"].get<double>(), t["latency_us"].get<double>(),
+               t.value("reduce_gbps", 0.0), t["source"].get<std::string>());
   return 0;
 }
 
@@ -235,6 +259,12 @@ const bool registered = register_command(
                       "calibrate instead of sweeping: a `tierzero bench comm --format json` result");
        sub.add_option("--measured-tflops", a->measured_tflops,
                       "with --calibrate-from: the measured model-step rate, written as device peak_tflops");
+       sub.add_option(
+           "--thread-tflops", a->thread_tflops,
+           "with --calibrate-from: model-step rates of a 1-rank run with 1, 2, ... threads; the "
+           "device rate is then one rank's share when --local-ranks ranks share --host-cores cores");
+       sub.add_option("--host-cores", a->host_cores, "with --thread-tflops: cores of the host");
+       sub.add_option("--local-ranks", a->local_ranks, "with --thread-tflops: ranks sharing the host");
        sub.add_option("--write-topology", a->write_topology,
                       "with --calibrate-from: the topology file to write");
        return [a] { return run_simulate(*a); };

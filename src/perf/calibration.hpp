@@ -1,14 +1,29 @@
-// Calibration: a topology whose tier figures are measured on this machine, for the cost model.
-// Per tier t, from `tierzero bench comm --format json` rows of group t, op all_gather (tierzero's
-// ring): time = (p-1) * alpha + ((p-1)/p) * size / beta is fitted by least squares over the sizes
-// (x = (p-1)/p * size, y = time: slope 1/beta, intercept (p-1) alpha, clamped at 0), so that the
-// closed form of perf/collective_time.hpp reproduces the measurement. The device's peak_tflops
-// becomes the measured model-step rate (then use an achievable fraction of 1), when given.
+// Calibration: a topology whose tier and device figures are measured on this machine, for the cost
+// model (docs/cost_model.md, "Calibration on this machine"). Terms as in perf/collective_time.hpp:
+// p ranks in the tier group, size S = one rank's full tensor (bench comm's size_bytes), block
+// b = S/p, x = (p-1) b = ((p-1)/p) S the bytes one rank sends.
+//   link     from the tier's `all_gather` rows of `tierzero bench comm --format json` (tierzero's
+//            ring): t_AG = (p-1) alpha + x / beta. Weighted least squares on the relative error
+//            (weights 1/t^2, so a 4 KiB row counts as much as a 4 MiB one: the step's collectives
+//            span that range); a negative intercept is clamped to alpha = 0 and the slope refitted
+//            through the origin.
+//   reduce   from the same tier's `reduce_scatter` rows, given that link: the ring reduce-scatter
+//            moves the same bytes in the same steps and adds each received block into its partial
+//            sum, t_RS = t_AG(x) + x / rho, so the extra time e = t_RS - t_AG(x) is fitted as x / rho
+//            (same weights, through the origin). rho is written as the tier's reduce_gbps; when the
+//            reduce-scatter is no slower than the all-gather, rho = 0 (reductions priced free).
+//   device   peak_tflops = the model-step rate one rank achieves, from 1-rank runs of the real
+//            step (model FLOPs / median step time) and the core-sharing model below (then price
+//            with an achievable fraction of 1).
+// Core sharing: k ranks on a host of C cores each run t = max(1, floor(C/k)) threads (tierzero
+// train's default); when k > C they also time-share the cores. With R(t) the measured rate of a
+// 1-rank step on t threads, one rank's rate is R(t) x min(1, C/k).
 #pragma once
 
 #include <nlohmann/json_fwd.hpp>
 
 #include <string>
+#include <vector>
 
 #include "topology/topology.hpp"
 
@@ -18,14 +33,40 @@ struct LinkFit {
   double bandwidth_gbps = 0;
   double latency_us = 0;
   int points = 0;
+  double rms_relative_error = 0;  // of the fitted times against the measured ones
 };
 
-// Fits one tier from a bench document; InputError naming the tier when the document has no rows.
-LinkFit fit_tier_link(const nlohmann::json& bench, const std::string& tier_name);
+struct ReduceFit {
+  double reduce_gbps = 0;  // 0 = the reduce-scatter was no slower than the all-gather
+  int points = 0;
+  double rms_relative_error = 0;  // of the fitted reduce-scatter times against the measured ones
+};
 
-// `base` with every tier the bench measured refitted (others unchanged, and said so in their
-// source), device peak_tflops = measured_tflops when > 0. Returns the topology document (JSON).
+// Fits one tier's link from a bench document's all_gather rows; InputError naming the tier when it
+// has fewer than two sizes.
+LinkFit fit_tier_link(const nlohmann::json& bench, const std::string& tier_name);
+// Fits one tier's reduction rate from its reduce_scatter rows given its link; InputError naming the
+// tier when it has none.
+ReduceFit fit_tier_reduce(const nlohmann::json& bench, const std::string& tier_name, const LinkFit& link);
+
+// Measured model-step rates of one rank alone on the host: tflops_by_threads[t - 1] with t threads.
+struct HostCompute {
+  int cores = 1;
+  std::vector<double> tflops_by_threads;
+};
+// One rank's rate when `local_ranks` ranks share the host (the core-sharing model above);
+// InputError when the thread count it needs was not measured.
+double shared_rank_tflops(const HostCompute& host, int local_ranks);
+
+struct DeviceCalibration {
+  double tflops = 0;   // per-rank model-step rate; 0 = keep the base topology's device figure
+  std::string source;  // how it was measured
+};
+
+// `base` with every tier the bench measured refitted (link, and reduction rate where the bench has
+// reduce-scatter rows; tiers it did not measure unchanged, and said so in their source), the device
+// rate from `device` when given. `origin` names the bench file. Returns the topology document.
 nlohmann::json calibrated_topology_json(const Topology& base, const nlohmann::json& bench,
-                                        double measured_tflops, const std::string& origin);
+                                        const std::string& origin, const DeviceCalibration& device);
 
 }  // namespace tz::perf
