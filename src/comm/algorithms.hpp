@@ -24,6 +24,12 @@ std::vector<std::size_t> uniform_block_offsets(std::size_t block_bytes, int p);
 void all_gather_ring(Collective& c, const std::byte* own, std::byte* buf,
                      std::span<const std::size_t> offsets);
 
+class SharedArena;
+// all_gather_shared.cpp: the same result as all_gather_ring, for ranks that share `arena` (one host):
+// each block is copied once into shared memory and once out by every other rank.
+void all_gather_shared(Collective& c, SharedArena& arena, const std::byte* own, std::byte* buf,
+                       std::span<const std::size_t> offsets);
+
 // reduce_scatter_ring.cpp: `send` holds every rank's contribution to every block; `out` receives the
 // sum of block rank() (offsets[rank+1]-offsets[rank] bytes). `out` may alias send's block rank().
 void reduce_scatter_ring(Collective& c, const std::byte* send, std::byte* out,

@@ -63,6 +63,13 @@ void Collective::wait(std::span<Request> requests) {
   fail(what);
 }
 
+void Collective::fail_not_arrived(std::span<const int> behind) const {
+  std::set<int> from;
+  for (int q : behind) from.insert(transport_.world_rank(q));
+  fail(fmt::format("timed out after {} s; not arrived: world rank(s) {{{}}}", timeout_s_,
+                   fmt::join(from, ",")));
+}
+
 Chunks::Chunks(std::size_t total_bytes, std::size_t chunk_bytes)
     : bytes(total_bytes),
       chunk(std::max<std::size_t>(chunk_bytes, 1)),

@@ -35,6 +35,8 @@ class Collective {
   Transport& transport() { return transport_; }
   Workspace& workspace() { return workspace_; }
   std::size_t chunk_bytes() const { return chunk_bytes_; }
+  Deadline deadline() const { return deadline_; }
+  double timeout_s() const { return timeout_s_; }
   int right() const { return (rank() + 1) % size(); }
   int left() const { return (rank() + size() - 1) % size(); }
 
@@ -50,6 +52,9 @@ class Collective {
   // "all_gather on group 'node' (seq 4, rank 1 of 2, world rank 3)": the prefix of every report.
   std::string describe() const;
   [[noreturn]] void fail(const std::string& what) const;
+  // The timeout report of a wait that did not go through wait() (shared-memory polling): names the
+  // world ranks of the group ranks `behind`.
+  [[noreturn]] void fail_not_arrived(std::span<const int> behind) const;
 
  private:
   Transport& transport_;

@@ -36,6 +36,12 @@ struct CommOptions {
   // Large messages are cut into chunks of this many bytes so that receiving, reducing and forwarding
   // overlap (pipelining). Tests set it small to force the multi-chunk paths with little data.
   std::size_t chunk_bytes = std::size_t{1} << 20;
+  // All-gathers among ranks that share a host run the direct shared-memory algorithm
+  // (all_gather_shared.cpp) instead of the ring: every block is copied once into a shared staging
+  // buffer and once out, instead of once per ring step. `shared_slot_bytes` is the staging buffer
+  // per rank (two of them, double-buffered), so a group of p ranks maps 2*p*shared_slot_bytes.
+  bool shared_memory_all_gather = true;
+  std::size_t shared_slot_bytes = std::size_t{256} << 10;
 };
 
 // Handle to a non-blocking collective. wait() blocks until done (yielding, never spinning) and throws

@@ -17,6 +17,7 @@
 #include "comm/algorithms.hpp"
 #include "comm/communicator.hpp"
 #include "comm/reduce.hpp"
+#include "comm/shared_arena.hpp"
 #include "comm/stream.hpp"
 #include "comm/work_state.hpp"
 #include "core/error.hpp"
@@ -81,8 +82,12 @@ class StreamCommunicator final : public Communicator {
     const std::size_t block = count * dtype_bytes(dtype);
     return submit(CollectiveKind::all_gather, count, dtype, -1, double(block) * size(),
                   [=, this](Collective& c) {
-                    all_gather_ring(c, static_cast<const std::byte*>(send), static_cast<std::byte*>(recv),
-                                    uniform_block_offsets(block, size()));
+                    const auto* own = static_cast<const std::byte*>(send);
+                    auto* out = static_cast<std::byte*>(recv);
+                    if (SharedArena* arena = shared_arena(c))
+                      all_gather_shared(c, *arena, own, out, uniform_block_offsets(block, size()));
+                    else
+                      all_gather_ring(c, own, out, uniform_block_offsets(block, size()));
                   });
   }
 
@@ -169,7 +174,7 @@ class StreamCommunicator final : public Communicator {
   template <typename Body>
   Work submit(CollectiveKind kind, std::size_t count, DType dtype, int root, double payload_bytes,
               Body body) {
-    auto state = std::make_shared<Work::State>();
+    auto state = std::make_shared<Work::State>(stream_);
     const std::uint64_t seq = ++next_seq_;
     enqueue([=, this] {
       run_guarded(state, [&] {
@@ -207,6 +212,17 @@ class StreamCommunicator final : public Communicator {
     }
   }
 
+  // The group's shared-memory segment, opened at its first all-gather (the same collective on every
+  // rank); null when disabled or when the ranks cannot share memory (then the ring runs).
+  SharedArena* shared_arena(Collective& c) {
+    if (!options_.shared_memory_all_gather || size() < 2 || !transport_->can_share_memory()) return nullptr;
+    if (!arena_tried_) {
+      arena_tried_ = true;
+      arena_ = SharedArena::open(c, options_.shared_slot_bytes);
+    }
+    return arena_.get();
+  }
+
   void enqueue(std::function<void()> task) { stream_->enqueue(std::move(task)); }
 
   std::unique_ptr<Transport> transport_;
@@ -218,6 +234,8 @@ class StreamCommunicator final : public Communicator {
   // Progress thread only.
   Workspace workspace_;
   std::string broken_;
+  std::unique_ptr<SharedArena> arena_;
+  bool arena_tried_ = false;
 
   std::shared_ptr<Stream> stream_;  // last: its tasks use the members above
 };

@@ -131,6 +131,11 @@ class ThreadWorld {
     return it->second;
   }
 
+  void throw_if_aborted() {
+    std::lock_guard lock(mu_);
+    if (aborted_) throw CommError("thread world aborted: " + abort_reason_);
+  }
+
   void abort(const std::string& reason) {
     {
       std::lock_guard lock(mu_);
@@ -191,6 +196,8 @@ class ThreadTransport final : public Transport {
     return world_->wait_all(requests, deadline);
   }
   void cancel(std::span<Request> requests) override { world_->cancel(requests); }
+  bool can_share_memory() const override { return true; }
+  void check_aborted() override { world_->throw_if_aborted(); }
 
   std::unique_ptr<Transport> split(int color, int key, Deadline deadline) override {
     const int p = size();

@@ -19,6 +19,7 @@
 //    by (key, old rank).
 //  - now_s is the clock used to time collectives (the traffic ledger's seconds). Real transports
 //    return wall-clock seconds; a simulated transport returns its simulated time.
+//  - can_share_memory / check_aborted: see below (the shared-memory all-gather).
 //  - on_local_reduce tells the transport that an algorithm just reduced `bytes` of incoming data into
 //    its accumulator, so a simulated clock can charge for the arithmetic. Real transports ignore it.
 //
@@ -69,6 +70,14 @@ class Transport {
   virtual void cancel(std::span<Request> requests) = 0;
 
   virtual std::unique_ptr<Transport> split(int color, int key, Deadline deadline) = 0;
+
+  // True when the ranks of this group may map one shared-memory segment (POSIX shm): processes of an
+  // MPI job or threads of one process. The shared-memory all-gather (all_gather_shared.cpp) still
+  // checks that they really do before using it; a simulated transport says false.
+  virtual bool can_share_memory() const { return false; }
+  // Throws CommError when the group was aborted; waits that do not go through wait_all (polling
+  // shared memory) call it so an abort still ends them at once.
+  virtual void check_aborted() {}
 
   virtual double now_s() const {
     return std::chrono::duration<double>(Clock::now().time_since_epoch()).count();

@@ -1,6 +1,6 @@
 // Single-tier collectives with ranks as threads: closed-form expected values, every group size from 1
 // to 8, 0- and 1-element inputs, counts that do not divide the group, and tiny chunks that force the
-// pipelined multi-chunk paths.
+// pipelined multi-chunk paths; all-gathers both over the ring and over shared memory.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -15,8 +15,15 @@ namespace {
 
 CommOptions small_chunks() {
   CommOptions o;
-  o.chunk_bytes = 12;  // 3 floats: most test payloads take several chunks per block
+  o.chunk_bytes = 12;        // 3 floats: most test payloads take several chunks per block
+  o.shared_slot_bytes = 64;  // 16 floats: the shared-memory all-gather takes several rounds
   o.timeout_s = 20;
+  return o;
+}
+
+// The ring all-gather instead of the shared-memory one (which threads of one process may use).
+CommOptions ring_all_gather(CommOptions o) {
+  o.shared_memory_all_gather = false;
   return o;
 }
 
@@ -30,7 +37,9 @@ std::vector<Case> cases() {
   std::vector<Case> out;
   for (int p : {1, 2, 3, 4, 5, 8})
     for (std::size_t count : {0, 1, 7, 64})
-      for (bool chunked : {false, true}) out.push_back({p, count, chunked ? small_chunks() : CommOptions{}});
+      for (const CommOptions& o :
+           {CommOptions{}, small_chunks(), ring_all_gather({}), ring_all_gather(small_chunks())})
+        out.push_back({p, count, o});
   return out;
 }
 

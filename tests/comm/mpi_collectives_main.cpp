@@ -2,7 +2,8 @@
 // (tests.cmake, k = 1, 2, 3, 4, 6, 8). Modes:
 //   (none)        closed-form checks of every collective on the world, a split, and the mesh of a
 //                 topology that fits k (frontier-mini at 8, 2 x k/2 for other even k), over every
-//                 tier subset, with tiny chunks so the pipelined paths run; bytes per tier checked
+//                 tier subset, with tiny chunks so the pipelined paths run (all-gathers over shared
+//                 memory with tiny staging buffers, and again over the ring); bytes per tier checked
 //                 against the formulas. Exit 0 when every rank passed.
 //   --skip-rank R rank R skips the second collective; the others must fail within the 1 s timeout
 //                 with the report, then abort the job (CTest matches the report in the output).
@@ -164,8 +165,12 @@ int run(int argc, char** argv) {
     world->all_reduce(x.data(), x.data(), world->rank() == 1 ? 6 : 5, DType::f32).wait();
     return 1;  // not reached
   }
+  opts.shared_slot_bytes = 256;  // the shared-memory all-gather takes several rounds at count 1000
   auto world = make_mpi_world(opts);
   check_world(*world);
+  CommOptions ring = opts;
+  ring.shared_memory_all_gather = false;
+  check_world(*make_mpi_world(ring));
   const int p = world->size();
   check_mesh(topology_for(p), make_mpi_world(opts));
   float failures = float(g_failures);

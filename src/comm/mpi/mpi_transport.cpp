@@ -185,6 +185,10 @@ class MpiTransport final : public Transport {
     return std::make_unique<MpiTransport>(sub);
   }
 
+  // Ranks on one host can map one segment; all_gather_shared.cpp verifies it (a token written by
+  // group rank 0 must be read back by every rank) and falls back to the ring when not.
+  bool can_share_memory() const override { return true; }
+
   double now_s() const override { return MPI_Wtime(); }
 
  private:
