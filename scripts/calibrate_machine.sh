@@ -5,9 +5,10 @@
 #   1. compute: 1-rank `tierzero train` runs with 1..C threads (C = cores): R(t) = median model-step
 #      rate (model FLOPs / step time) over the steps after the warm-up, median over REPS runs. The
 #      core-sharing model (perf/calibration.hpp) gives one rank's rate at k ranks: R(max(1, C/k)) x
-#      min(1, C/k). As a check of that model (not used by the prediction), k independent 1-rank runs
-#      side by side, with the threads each rank of a k-rank job gets, measure the shared rate directly
-#      (median over ranks and REPS rounds);
+#      min(1, C/k). As a check of that model, k independent 1-rank runs side by side, with the
+#      threads each rank of a k-rank job gets, measure the shared rate directly (median over ranks and
+#      REPS rounds; it also sees whatever else loads the host at that time): the table shows the
+#      prediction with that rate too ("side-by-side rate");
 #   2. per rank count k > 1: `tierzero bench comm` (all-gather and reduce-scatter, bf16 as the engine's
 #      weights and gradients travel, 1 KiB..1 MiB: the step's range sizes) on the same k ranks, REPS
 #      times; the median time per row is kept;
@@ -63,6 +64,7 @@ for t in $(seq 1 "$cores"); do
 done
 
 echo "== check of the core-sharing model: k independent 1-rank runs side by side"
+declare -A shared
 for k in $ranks; do
   t=$((cores / k > 1 ? cores / k : 1))
   files=()
@@ -75,7 +77,8 @@ for k in $ranks; do
     done
     for p in "${pids[@]}"; do wait "$p"; done
   done
-  echo "  k=$k, $t thread(s) each: measured $(printf %.1f "$(median_of gflops "${files[@]}")") GFLOP/s per rank;" \
+  shared[$k]=$(median_of gflops "${files[@]}")
+  echo "  k=$k, $t thread(s) each: measured $(printf %.1f "${shared[$k]}") GFLOP/s per rank;" \
     "model $(python3 -c "print(f'{1000 * ${rates[$((t - 1))]} * min(1, $cores / $k):.1f}')")"
 done
 
@@ -100,8 +103,13 @@ EOF
   fi
   "$bin" simulate --topology flat --calibrate-from "$out/bench_k$k.json" --thread-tflops "${rates[@]}" \
     --host-cores "$cores" --local-ranks "$k" --write-topology "$out/topology_k$k.json" | sed 's/^/  /'
-  "$bin" plan --topology "$out/topology_k$k.json" --world-size "$k" --model gpt-tiny --micro-batch 8 \
-    --accumulation 1 --prefetch 1 --fraction 1 --no-recompute --top 1 --format json >"$out/plan_k$k.json"
+  # The same with the side-by-side rate as the device rate (the check above, for comparison).
+  "$bin" simulate --topology flat --calibrate-from "$out/bench_k$k.json" --write-topology \
+    "$out/topology_k${k}_side.json" --measured-tflops "$(python3 -c "print(${shared[$k]} / 1000)")" >/dev/null
+  for variant in "" _side; do
+    "$bin" plan --topology "$out/topology_k$k$variant.json" --world-size "$k" --model gpt-tiny --micro-batch 8 \
+      --accumulation 1 --prefetch 1 --fraction 1 --no-recompute --top 1 --format json >"$out/plan_k$k$variant.json"
+  done
 done
 
 echo "== the real engine: $reps runs per rank count, interleaved"
@@ -118,19 +126,22 @@ import json, statistics, sys
 out, ranks, warmup, reps = sys.argv[1], sys.argv[2].split(), int(sys.argv[3]), int(sys.argv[4])
 med = statistics.median
 print(f"{'ranks':>5} | {'measured s':>10} | {'predicted s':>11} | {'error %':>7} | {'compute s':>9} | "
-      f"{'exposed comm s':>14} | {'engine gather wait s':>20} | {'runs (s)':>22} | bytes engine = plan")
+      f"{'exposed comm s':>14} | {'engine gather wait s':>20} | {'side-by-side rate: predicted s':>30} | "
+      f"{'error %':>7} | {'runs (s)':>22} | bytes engine = plan")
+def zero3(path):
+    return next(p for p in json.load(open(path))["presets"] if p["plan"]["name"] == "zero3")
 for k in ranks:
     runs = [[json.loads(line) for line in open(f"{out}/train_k{k}_r{r}.jsonl")][warmup:] for r in range(1, reps + 1)]
     per_run = [med(s["seconds"] for s in steps) for steps in runs]
     measured = med(per_run)
     gather = med(med(s["exposed_gather_s"] for s in steps) for steps in runs)
     engine_bytes = sum(runs[0][-1]["bytes_per_tier"].values())
-    cost = next(p for p in json.load(open(f"{out}/plan_k{k}.json"))["presets"] if p["plan"]["name"] == "zero3")
+    cost, side = zero3(f"{out}/plan_k{k}.json"), zero3(f"{out}/plan_k{k}_side.json")
     plan_bytes = sum(t["bytes"] for t in cost["tiers"])
-    err = 100 * (cost["step_s"] - measured) / measured
+    err = lambda c: 100 * (c["step_s"] - measured) / measured
     spread = " ".join(f"{s:.3f}" for s in per_run)
-    print(f"{k:>5} | {measured:>10.4f} | {cost['step_s']:>11.4f} | {err:>+7.1f} | {cost['compute_s']:>9.4f} | "
-          f"{cost['exposed_comm_s']:>14.4f} | {gather:>20.4f} | {spread:>22} | "
-          f"{engine_bytes:.0f} {'=' if engine_bytes == plan_bytes else '!='} {plan_bytes:.0f}")
+    print(f"{k:>5} | {measured:>10.4f} | {cost['step_s']:>11.4f} | {err(cost):>+7.1f} | {cost['compute_s']:>9.4f} | "
+          f"{cost['exposed_comm_s']:>14.4f} | {gather:>20.4f} | {side['step_s']:>30.4f} | {err(side):>+7.1f} | "
+          f"{spread:>22} | {engine_bytes:.0f} {'=' if engine_bytes == plan_bytes else '!='} {plan_bytes:.0f}")
 EOF
 echo "wrote $out/"
