@@ -15,7 +15,8 @@
 #   3. `tierzero simulate --calibrate-from` writes the calibrated topology: the tier's link fitted from
 #      the all-gathers, its reduction rate from the reduce-scatters, the device rate from R(t) and the
 #      core-sharing model; nothing is fitted to the training runs;
-#   4. the real engine: `tierzero train --model gpt-tiny --plan zero3` under mpirun -np k, REPS runs
+#   4. the real engine: `tierzero train --model gpt-tiny --plan zero3` under mpirun -np k (the
+#      documented flags plus --bind-to none, see mpirun_k below), REPS runs
 #      (interleaved over k); measured = median over runs of the median step time after the warm-up;
 #   5. `tierzero plan` on the calibrated topology with the train run's exact inputs (micro-batch 8,
 #      accumulation 1, sequence = n_positions = 128, no recompute, bf16, prefetch 1, fraction 1);
@@ -37,7 +38,12 @@ reps=${REPS:-3}
 cores=${CORES:-$(nproc)}
 [ -x "$bin" ] || bash scripts/build.sh build >/dev/null
 mkdir -p "$out"
-mpirun_k() { mpirun --oversubscribe --allow-run-as-root --mca btl_vader_single_copy_mechanism none -np "$@"; }
+# --bind-to none: Open MPI binds each rank to one core when np <= 2, so a 1-rank job's two threads
+# (tierzero train's default, cores / local ranks) would share one core (0.076 s instead of 0.054 s per
+# step here); unbound, each rank's threads get the cores the core-sharing model gives them.
+mpirun_k() {
+  mpirun --oversubscribe --allow-run-as-root --mca btl_vader_single_copy_mechanism none --bind-to none -np "$@"
+}
 train_args=(train --model gpt-tiny --plan zero3 --batch 8 --grad-accum 1 --steps "$steps" --no-progress
   --log-every 1000)
 # median_of FIELD FILE...: median over files of the median of FIELD over the steps after the warm-up.
