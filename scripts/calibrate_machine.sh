@@ -22,7 +22,7 @@
 #      accumulation 1, sequence = n_positions = 128, no recompute, bf16, prefetch 1, fraction 1);
 # then prints ranks | measured | predicted | error with the breakdown, the engine's own exposed
 # weight-gather wait, and the bytes per rank per step of the engine beside the plan's (equal by
-# design). About 4-6 minutes on this 2-core machine.
+# design). About 3 minutes on this 2-core machine.
 # Usage: bash scripts/calibrate_machine.sh [OUT_DIR]     (default: calibrate-out)
 # Environment: TZ_BIN (default build/tierzero), RANKS (default "1 2 4 8"), STEPS (20), WARMUP (5),
 #              REPS (3), CORES (default: nproc).
