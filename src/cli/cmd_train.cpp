@@ -4,6 +4,7 @@
 // plan, the memory per rank, the bytes per tier next to zero3's, and one line per step
 // (engine/train_session.hpp).
 #include <fmt/format.h>
+#include <sched.h>
 
 #include <cstdlib>
 #include <thread>
@@ -36,11 +37,18 @@ struct TrainArgs {
 };
 
 // Threads per rank: the cores shared by the ranks of this host.
+// Threads per rank: the cores this process is bound to when a launcher bound it to fewer than all of
+// them (Open MPI binds the ranks of a 1- or 2-rank job to one core each: two threads there would share
+// one core), else the host's cores divided among the host's ranks.
 int default_threads() {
+  const int cores = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  cpu_set_t allowed;
+  if (sched_getaffinity(0, sizeof(allowed), &allowed) == 0 && CPU_COUNT(&allowed) < cores)
+    return std::max(1, CPU_COUNT(&allowed));
   int local = 1;
   for (const char* var : {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", "SLURM_NTASKS_PER_NODE"})
     if (const char* v = std::getenv(var)) local = std::max(1, std::atoi(v));
-  return std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / local);
+  return std::max(1, cores / local);
 }
 
 TrainConfig build_config(const TrainArgs& a) {
