@@ -201,22 +201,7 @@ class ThreadTransport final : public Transport {
 
   std::unique_ptr<Transport> split(int color, int key, Deadline deadline) override {
     const int p = size();
-    std::vector<std::array<int, 2>> all(p);
-    all[rank_] = {color, key};
-    std::vector<Request> reqs;
-    const int tag = kFirstReservedTag;
-    for (int peer = 0; peer < p; ++peer)
-      if (peer != rank_) reqs.push_back(irecv(&all[peer], sizeof(all[peer]), peer, tag));
-    for (int peer = 0; peer < p; ++peer)
-      if (peer != rank_) reqs.push_back(isend(&all[rank_], sizeof(all[rank_]), peer, tag));
-    if (!wait_all(reqs, deadline)) {
-      std::vector<int> missing;
-      for (const Request& r : reqs)
-        if (r.pending() && !r.is_send) missing.push_back(world_rank(r.peer));
-      cancel(reqs);
-      throw CommError(
-          fmt::format("split timed out; not arrived: world rank(s) {{{}}}", fmt::join(missing, ",")));
-    }
+    const std::vector<std::array<int, 2>> all = exchange_split_keys(*this, color, key, deadline);
     std::vector<int> order;
     for (int i = 0; i < p; ++i)
       if (all[i][0] == color) order.push_back(i);

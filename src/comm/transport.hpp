@@ -27,11 +27,13 @@
 // Communicator that owns it). Distinct transports of one process may be used concurrently.
 #pragma once
 
+#include <array>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <vector>
 
 namespace tz {
 
@@ -84,5 +86,9 @@ class Transport {
   }
   virtual void on_local_reduce(std::size_t /*bytes*/) {}
 };
+
+// Every rank's (color, key) for a split, indexed by group rank: the first step of each transport's
+// split(), with the deadline (split_keys.cpp). CommError naming the ranks that did not arrive.
+std::vector<std::array<int, 2>> exchange_split_keys(Transport& t, int color, int key, Deadline deadline);
 
 }  // namespace tz

@@ -162,21 +162,7 @@ class MpiTransport final : public Transport {
   std::unique_ptr<Transport> split(int color, int key, Deadline deadline) override {
     // Agree first, with a deadline, so that MPI_Comm_split (which has none) is only entered once
     // every rank is known to be there.
-    std::vector<std::array<int, 2>> all(size_);
-    all[rank_] = {color, key};
-    std::vector<Request> reqs;
-    for (int peer = 0; peer < size_; ++peer)
-      if (peer != rank_) reqs.push_back(irecv(&all[peer], sizeof(all[peer]), peer, kFirstReservedTag));
-    for (int peer = 0; peer < size_; ++peer)
-      if (peer != rank_) reqs.push_back(isend(&all[rank_], sizeof(all[rank_]), peer, kFirstReservedTag));
-    if (!wait_all(reqs, deadline)) {
-      std::vector<int> missing;
-      for (const Request& r : reqs)
-        if (r.pending() && !r.is_send) missing.push_back(world_rank(r.peer));
-      cancel(reqs);
-      throw CommError(
-          fmt::format("split timed out; not arrived: world rank(s) {{{}}}", fmt::join(missing, ",")));
-    }
+    exchange_split_keys(*this, color, key, deadline);
     MPI_Comm sub;
     {
       MpiLock lock;
