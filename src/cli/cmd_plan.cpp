@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/command_registry.hpp"
+#include "cli/step_inputs.hpp"
 #include "core/error.hpp"
 #include "perf/auto_planner.hpp"
 #include "perf/cost_report.hpp"
@@ -17,15 +18,10 @@ struct PlanArgs {
   int nodes = 0;
   int world_size = 0;
   std::string model = "gpt-20b";
-  int micro_batch = 1;
-  int accumulation = 1;
   int prefetch = 1;
-  double fraction = perf::CostOptions{}.achievable_fraction;
-  bool no_recompute = false;
-  bool no_overlap = false;
   int top = 5;
   std::string format = "text";
-  std::string collectives = "hierarchical";
+  StepInputs step;  // --micro-batch, --accumulation, --fraction, --no-recompute, --no-overlap, --collectives
 };
 
 Topology resolve_topology(const std::string& name, int nodes, int world_size) {
@@ -40,13 +36,9 @@ Topology resolve_topology(const std::string& name, int nodes, int world_size) {
 int run_plan(const PlanArgs& a) {
   const Topology topo = resolve_topology(a.topology, a.nodes, a.world_size);
   const perf::ModelShape model = perf::load_model_shape(a.model);
-  PlanOptions base;
-  base.micro_batch_size = a.micro_batch;
-  base.grad_accum_steps = a.accumulation;
+  PlanOptions base = a.step.plan_options();
   base.prefetch_depth = a.prefetch;
-  base.collectives = parse_collective_algo(a.collectives, "--collectives");
-  const perf::CostOptions opt{
-      .achievable_fraction = a.fraction, .recompute = !a.no_recompute, .overlap = !a.no_overlap};
+  const perf::CostOptions opt = a.step.cost_options();
 
   std::vector<perf::CostRow> presets;
   for (const auto& name : PartitionPlan::preset_names()) {
@@ -63,12 +55,12 @@ int run_plan(const PlanArgs& a) {
                           {"world_size", topo.world_size()},
                           {"model", model.name},
                           {"inputs",
-                           {{"micro_batch", a.micro_batch},
-                            {"accumulation", a.accumulation},
-                            {"achievable_fraction", a.fraction},
-                            {"recompute", !a.no_recompute},
-                            {"overlap", !a.no_overlap},
-                            {"collectives", a.collectives}}},
+                           {{"micro_batch", a.step.micro_batch},
+                            {"accumulation", a.step.accumulation},
+                            {"achievable_fraction", a.step.fraction},
+                            {"recompute", !a.step.no_recompute},
+                            {"overlap", !a.step.no_overlap},
+                            {"collectives", a.step.collectives}}},
                           {"presets", nlohmann::json::array()},
                           {"search", nlohmann::json::array()},
                           {"searched", found.size()}};
@@ -83,8 +75,8 @@ int run_plan(const PlanArgs& a) {
   fmt::print(
       "inputs: micro-batch {}, accumulation {}, achievable fraction of peak {} x {} TFLOPS, recompute {}, "
       "overlap {}, preset collectives {}\n\n",
-      a.micro_batch, a.accumulation, a.fraction, topo.device().peak_tflops, a.no_recompute ? "off" : "on",
-      a.no_overlap ? "off" : "on", a.collectives);
+      a.step.micro_batch, a.step.accumulation, a.step.fraction, topo.device().peak_tflops,
+      a.step.no_recompute ? "off" : "on", a.step.no_overlap ? "off" : "on", a.step.collectives);
   fmt::print("preset plans (GB = bytes per rank per step on each tier):\n{}\n",
              perf::format_cost_table(topo, presets));
   fmt::print(
@@ -103,24 +95,13 @@ const bool registered = register_command(
        sub.add_option("--nodes", a->nodes, "units of the outermost tier (resolves an \"auto\" fan-out)");
        sub.add_option("--world-size", a->world_size, "ranks in all (alternative to --nodes)");
        sub.add_option("--model", a->model, "model preset (models/) or JSON file")->capture_default_str();
-       sub.add_option("--micro-batch", a->micro_batch, "sequences per micro-batch per rank")
-           ->check(CLI::PositiveNumber)
-           ->capture_default_str();
-       sub.add_option("--accumulation", a->accumulation, "micro-batches per optimizer step")
-           ->check(CLI::PositiveNumber)
-           ->capture_default_str();
        sub.add_option("--prefetch", a->prefetch, "gathered ranges in flight beyond the one computing")
            ->check(CLI::NonNegativeNumber)
            ->capture_default_str();
-       sub.add_option("--fraction", a->fraction, "achievable fraction of the device's peak FLOP/s")
-           ->capture_default_str();
-       sub.add_flag("--no-recompute", a->no_recompute, "keep all activations (no recomputation)");
-       sub.add_flag("--no-overlap", a->no_overlap, "run communication and compute back to back");
-       sub.add_option("--collectives", a->collectives,
-                      "how the preset plans run multi-tier collectives: hierarchical (tier by tier) or flat "
-                      "(one ring over the group, as DeepSpeed/NCCL); the search covers both")
-           ->check(CLI::IsMember({"hierarchical", "flat"}))
-           ->capture_default_str();
+       a->step.add_options(
+           sub,
+           "how the preset plans run multi-tier collectives: hierarchical (tier by tier) or flat "
+           "(one ring over the group, as DeepSpeed/NCCL); the search covers both");
        sub.add_option("--top", a->top, "how many searched plans to print")->capture_default_str();
        sub.add_option("--format", a->format, "text or json")
            ->check(CLI::IsMember({"text", "json"}))

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/command_registry.hpp"
+#include "cli/step_inputs.hpp"
 #include "core/error.hpp"
 #include "core/json_fields.hpp"
 #include "perf/auto_planner.hpp"
@@ -26,11 +27,6 @@ struct SimulateArgs {
   std::string model = "gpt-20b";
   std::vector<int> nodes = {1, 2, 4, 8, 16, 32, 48};
   std::vector<std::string> plans = {"zero3", "zeropp", "three-level"};
-  int micro_batch = 1;
-  int accumulation = 1;
-  double fraction = perf::CostOptions{}.achievable_fraction;
-  bool no_recompute = false;
-  bool no_overlap = false;
   std::string out = "simulate-out";
   bool no_charts = false;
   bool sim_check = false;
@@ -40,7 +36,7 @@ struct SimulateArgs {
   int host_cores = 0;
   int local_ranks = 0;
   std::string write_topology;
-  std::string collectives = "hierarchical";
+  StepInputs step;  // --micro-batch, --accumulation, --fraction, --no-recompute, --no-overlap, --collectives
 };
 
 // The step's collectives on the simulated transport (same comm code) beside the closed form.
@@ -127,12 +123,8 @@ int run_simulate(const SimulateArgs& a) {
   if (!a.calibrate_from.empty()) return run_calibrate(a);
   const Topology base_topo = Topology::load(a.topology);
   const perf::ModelShape model = perf::load_model_shape(a.model);
-  PlanOptions base;
-  base.micro_batch_size = a.micro_batch;
-  base.grad_accum_steps = a.accumulation;
-  base.collectives = parse_collective_algo(a.collectives, "--collectives");
-  const perf::CostOptions opt{
-      .achievable_fraction = a.fraction, .recompute = !a.no_recompute, .overlap = !a.no_overlap};
+  const PlanOptions base = a.step.plan_options();
+  const perf::CostOptions opt = a.step.cost_options();
   const std::filesystem::path dir(a.out);
   std::filesystem::create_directories(dir);
 
@@ -196,8 +188,8 @@ int run_simulate(const SimulateArgs& a) {
   fmt::print(
       "model {} on {}: micro-batch {}, accumulation {}, fraction of peak {}, recompute {}, overlap {}, "
       "collectives {}\n",
-      model.name, base_topo.name(), a.micro_batch, a.accumulation, a.fraction, a.no_recompute ? "off" : "on",
-      a.no_overlap ? "off" : "on", a.collectives);
+      model.name, base_topo.name(), a.step.micro_batch, a.step.accumulation, a.step.fraction,
+      a.step.no_recompute ? "off" : "on", a.step.no_overlap ? "off" : "on", a.step.collectives);
   fmt::print("{:<14}", "devices");
   for (const auto& name : a.plans) fmt::print(" {:>12}", name);
   fmt::print("   (TFLOPS per device)\n");
@@ -236,21 +228,10 @@ const bool registered = register_command(
        sub.add_option("--model", a->model, "model preset (models/) or JSON file")->capture_default_str();
        sub.add_option("--nodes", a->nodes, "units of the outermost tier to sweep")->capture_default_str();
        sub.add_option("--plans", a->plans, "plan presets")->capture_default_str();
-       sub.add_option("--micro-batch", a->micro_batch, "sequences per micro-batch per rank")
-           ->check(CLI::PositiveNumber)
-           ->capture_default_str();
-       sub.add_option("--accumulation", a->accumulation, "micro-batches per optimizer step")
-           ->check(CLI::PositiveNumber)
-           ->capture_default_str();
-       sub.add_option("--fraction", a->fraction, "achievable fraction of the device's peak FLOP/s")
-           ->capture_default_str();
-       sub.add_flag("--no-recompute", a->no_recompute, "keep all activations (no recomputation)");
-       sub.add_flag("--no-overlap", a->no_overlap, "run communication and compute back to back");
-       sub.add_option("--collectives", a->collectives,
-                      "how every plan runs multi-tier collectives: hierarchical (tier by tier) or flat (one "
-                      "ring over the group, as DeepSpeed/NCCL run ZeRO-3 and ZeRO++)")
-           ->check(CLI::IsMember({"hierarchical", "flat"}))
-           ->capture_default_str();
+       a->step.add_options(
+           sub,
+           "how every plan runs multi-tier collectives: hierarchical (tier by tier) or flat (one "
+           "ring over the group, as DeepSpeed/NCCL run ZeRO-3 and ZeRO++)");
        sub.add_option("--out", a->out, "output folder")->capture_default_str();
        sub.add_flag("--no-charts", a->no_charts, "skip gnuplot");
        sub.add_flag("--sim-check", a->sim_check,
