@@ -174,7 +174,11 @@ class StreamCommunicator final : public Communicator {
   template <typename Body>
   Work submit(CollectiveKind kind, std::size_t count, DType dtype, int root, double payload_bytes,
               Body body) {
-    auto state = std::make_shared<Work::State>(stream_);
+    // No stream for the waiter to help with: a thread waiting on a collective's Work blocks until the
+    // progress thread has run it. (Letting waiters run queued collectives themselves, as split does,
+    // deadlocked the engine's thread-world parity tests now and then: a stream_wait task helping
+    // another stream ran a collective on its own stream's thread.)
+    auto state = std::make_shared<Work::State>();
     const std::uint64_t seq = ++next_seq_;
     enqueue([=, this] {
       run_guarded(state, [&] {
