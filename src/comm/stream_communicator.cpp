@@ -176,7 +176,7 @@ class StreamCommunicator final : public Communicator {
               Body body) {
     // No stream for the waiter to help with: a thread waiting on a collective's Work blocks until the
     // progress thread has run it. Letting waiters run queued collectives themselves (as split does)
-    // hung the engine's thread-world parity tests about once in a hundred runs under ASan: gdb showed
+    // hung 2 of the engine's thread-world parity tests in one sanitizer CI run; gdb showed
     // two ranks in a ring wait while the third rank's streams sat in stream_wait tasks that had
     // helped other streams. Not root-caused; see the note of issue 2.
     auto state = std::make_shared<Work::State>();
