@@ -3,26 +3,15 @@
 
 #include <gtest/gtest.h>
 
-#include <initializer_list>
 #include <string>
 
 #include "core/error.hpp"
+#include "support/expect_input_error.hpp"
 #include "topology/topology.hpp"
 
 namespace tz::plan_test {
 
-// Expects an InputError whose one-line message contains every fragment.
-template <typename F>
-void expect_input_error(F&& f, std::initializer_list<std::string> fragments) {
-  try {
-    f();
-    ADD_FAILURE() << "expected an InputError";
-  } catch (const InputError& e) {
-    const std::string what = e.what();
-    for (const auto& frag : fragments) EXPECT_NE(what.find(frag), std::string::npos) << what;
-    EXPECT_EQ(what.find('\n'), std::string::npos) << "one-line message: " << what;
-  }
-}
+using tz::test::expect_input_error;  // tests/support: one copy for every suite
 
 inline Topology mini() {
   return Topology::load("frontier-mini");
