@@ -7,6 +7,7 @@
 // Bytes per rank: the ledger's algorithmic (p-1)/p of the gathered tensor, like the ring; but memory
 // traffic is one copy in of the own block and one copy out of each other block, where a ring over
 // shared-memory MPI copies every block in and out at each of its p-1 steps.
+#include <algorithm>
 #include <cstring>
 #include <vector>
 

@@ -11,10 +11,10 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
-#include <string>
 
 #include "comm/collective.hpp"
 
