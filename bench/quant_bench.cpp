@@ -1,28 +1,64 @@
-// Block quantizer throughput (single thread, GB/s of input, against memcpy of the same bytes in the
-// same run) on every quantizer path this CPU supports, and the block-size sweep behind the default.
-//   build/bench/tz_quant_bench [elements] [reps]
-// `tierzero bench quant` prints the same tables with options.
+// Block quantizer throughput (single thread, GB/s of the tensor, as a ratio to memcpy of the same
+// bytes in the same run) on every quantizer ISA this CPU runs, after the CPU's vector extensions,
+// and the block-size sweep behind the default.
+//   build/bench/tz_quant_bench [elements] [reps] [runs]
+// `tierzero bench quant` prints the same tables with options (--isa to force one ISA).
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdlib>
+#include <exception>
+#include <string>
 
+#include "bench/quant_throughput.hpp"
 #include "quant/block_quantize.hpp"
-#include "quant/quant_throughput.hpp"
+
+namespace {
+
+// A whole positive number, or exit with a message naming the argument.
+long long positive_arg(const char* text, const char* name) {
+  char* end = nullptr;
+  const long long v = std::strtoll(text, &end, 10);
+  if (end == text || *end != '\0' || v < 1) {
+    fmt::print(stderr, "tz_quant_bench: {} must be a positive whole number, got '{}'\n", name, text);
+    std::exit(2);
+  }
+  return v;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
-  tz::QuantThroughputOptions opts;
-  if (argc > 1) opts.elements = std::strtoull(argv[1], nullptr, 10);
-  if (argc > 2) opts.reps = std::atoi(argv[2]);
-  for (tz::QuantPath path : {tz::QuantPath::avx512, tz::QuantPath::portable}) {
-    if (!tz::quant_path_supported(path)) continue;
-    tz::set_quant_path(path);
-    fmt::print("path {}: {} elements, block {}, median of {}\n{}\n", tz::quant_path_name(path), opts.elements,
-               opts.block_size, opts.reps, tz::format_quant_throughput(tz::measure_quant_throughput(opts)));
+  if (argc > 4) {
+    fmt::print(stderr, "usage: tz_quant_bench [elements] [reps] [runs]\n");
+    return 2;
   }
-  tz::set_quant_path(tz::best_quant_path());
-  fmt::print("block-size sweep (path {}, 4 Mi elements, gaussian with 1/1000 outliers x30):\n{}",
-             tz::quant_path_name(tz::best_quant_path()),
-             tz::format_block_size_sweep(tz::sweep_quant_block_sizes(
-                 std::size_t{4} << 20, opts.reps, {32, 64, 128, 256, 512, 1024, 2048, 4096})));
+  tz::QuantThroughputOptions opts;
+  if (argc > 1) opts.elements = static_cast<std::size_t>(positive_arg(argv[1], "elements"));
+  if (argc > 2) opts.reps = static_cast<int>(std::min(positive_arg(argv[2], "reps"), 1000LL));
+  if (argc > 3) opts.runs = static_cast<int>(std::min(positive_arg(argv[3], "runs"), 100LL));
+  try {
+    tz::validate_quant_throughput_options(opts);
+    fmt::print("{}\n", tz::cpu_vector_extensions());
+    for (tz::QuantIsa isa : {tz::QuantIsa::avx512, tz::QuantIsa::avx2, tz::QuantIsa::portable}) {
+      if (!tz::quant_isa_supported(isa)) {
+        fmt::print("isa {}: skipped, this CPU lacks {}\n", tz::quant_isa_name(isa),
+                   tz::quant_isa_missing_features(isa, tz::detect_quant_cpu_features()));
+        continue;
+      }
+      tz::set_quant_isa(isa);
+      fmt::print("isa {}: {} elements, block {}, median of {} calls, {} run(s)\n{}\n",
+                 tz::quant_isa_name(isa), opts.elements, opts.block_size, opts.reps, opts.runs,
+                 tz::format_quant_throughput(tz::measure_quant_throughput(opts)));
+    }
+    tz::set_quant_isa(tz::best_quant_isa());
+    fmt::print("block-size sweep (isa {}, 4 Mi elements, gaussian with 1/1000 outliers x30):\n{}",
+               tz::quant_isa_name(tz::best_quant_isa()),
+               tz::format_block_size_sweep(tz::sweep_quant_block_sizes(
+                   std::size_t{4} << 20, opts.reps, {32, 64, 128, 256, 512, 1024, 2048, 4096})));
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "tz_quant_bench: {}\n", e.what());
+    return 2;
+  }
   return 0;
 }

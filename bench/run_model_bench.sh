@@ -1,40 +1,155 @@
 #!/usr/bin/env bash
-# Model benchmark driver (issue 4, item 7): for each config (tiny, small) and thread count (1, 2), runs
-# OpenBLAS sgemm (the machine's peak on the MLP shape), tierzero's training step and PyTorch's, in
-# turn, REPEATS times (interleaved, so load changes hit both), and prints the medians as a table with
-# the tierzero/PyTorch ratio and the fraction of the sgemm peak the step reaches.
-#   bash bench/run_model_bench.sh [BUILD_DIR] [REPEATS]
+# Model benchmark driver: for each model (presets of models/: gpt-tiny, gpt-small, gpt2 = GPT-2 124M, at
+# the batch and sequence length of shape() below) and thread count (1, 2) runs,
+# in turn and REPEATS times (interleaved, so load changes hit every column alike), memcpy, OpenBLAS sgemm
+# on the MLP shape (the peak the step is held to), tierzero's training step (tz_model_bench) and
+# PyTorch's (bench/torch_gpt.py, same model, same FLOP count); prints the medians as a table with the
+# tierzero/PyTorch ratio and the fraction of the same run's sgemm rate the step reaches, then the
+# per-layer breakdown of tierzero's step for each config.
+#   bash bench/run_model_bench.sh [BUILD_DIR] [REPEATS] [MODELS]   (MODELS default "gpt-tiny gpt-small gpt2")
+#
+# PyTorch runs in its best configuration on this machine, so that the baseline is one:
+# - OMP_WAIT_POLICY=PASSIVE and OMP_NUM_THREADS = OPENBLAS_NUM_THREADS = threads (and torch.set_num_threads,
+#   set_num_interop_threads(1) in the script). Debian's PyTorch runs an OpenMP pool for its own kernels
+#   beside OpenBLAS's pthreads pool for matrix products; with OpenMP's default wait policy its threads
+#   spin between parallel regions and take the cores from OpenBLAS: 1.4-2.5x slower steps on 2 cores.
+# - OPENBLAS_CORETYPE: OpenBLAS 0.3.21 does not know newer CPUs and falls back to its SSE3 "Prescott"
+#   kernels there (about 4x slower sgemm than its AVX-512 ones on such a CPU). The script measures
+#   sgemm with OpenBLAS's own choice and with each kernel family this CPU can run, and gives the
+#   fastest to PyTorch and to the sgemm column.
+# - ATEN_CPU_CAPABILITY: PyTorch 1.13 uses its AVX2 kernels even where AVX-512 exists; the script times
+#   a tiny step both ways and keeps the faster.
+# tierzero does not use OpenBLAS for the model (its own gemm, model/gemm.hpp), so its figures do not
+# depend on OPENBLAS_CORETYPE; it runs under the same environment.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
 repeats=${2:-3}
+configs=${3:-gpt-tiny gpt-small gpt2}
+# Batch and sequence length per model (both tools read the model's shape from models/).
+shape() {
+  case $1 in
+    gpt-tiny) echo "--batch 8 --seq 128" ;;
+    gpt2 | gpt2-small) echo "--batch 4 --seq 256" ;;
+    *) echo "--batch 8 --seq 256" ;;
+  esac
+}
 bench=$build/bench/tz_model_bench
 [ -x "$bench" ] || { echo "run_model_bench: $bench not found (build the tz_model_bench target)" >&2; exit 2; }
 py=/usr/bin/python3
+"$py" -c "import torch" 2>/dev/null ||
+  { echo "run_model_bench: $py cannot import torch (TZ_WITH_TORCH=1 bash scripts/install_deps.sh)" >&2; exit 2; }
 results=$(mktemp)
 trap 'rm -f "$results"' EXIT
-for config in tiny small; do
+export OMP_WAIT_POLICY=PASSIVE
+
+flags=$(grep -m1 '^flags' /proc/cpuinfo)
+has() { [[ " $flags " == *" $1 "* ]]; }
+echo "cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'), $(nproc) cores"
+echo "vector extensions: $(for f in sse4_2 avx avx2 fma avx512f avx512bw avx512vl avx512_bf16 amx_tile; do has $f && printf '%s ' $f; done)"
+echo "load before: $(uptime)"
+echo "pytorch: $("$py" -c 'import torch; print(torch.__version__)')"
+
+# The fastest OpenBLAS kernel family for this CPU: single-thread sgemm per CPU-second (robust to other
+# jobs taking the cores), median of 3 runs each.
+candidates=("")
+if has avx512f; then candidates+=(SkylakeX); has avx512_bf16 && candidates+=(Cooperlake); fi
+if has avx2; then candidates+=(Haswell Zen); fi
+best_core="" best_rate=0
+for core in "${candidates[@]}"; do
+  rates=()
+  for _ in 1 2 3; do
+    rates+=("$(OPENBLAS_CORETYPE=$core OPENBLAS_NUM_THREADS=1 "$bench" --model gpt-small $(shape gpt-small) --threads 1 --sgemm |
+      "$py" -c 'import json,sys; print(json.load(sys.stdin)["cpu_gflops"])')")
+  done
+  rate=$(printf '%s\n' "${rates[@]}" | sort -g | sed -n 2p)
+  echo "openblas sgemm, core ${core:-(its own choice)}: $rate GFLOP per CPU-second (1 thread, median of 3)"
+  if "$py" -c "import sys; sys.exit(0 if $rate > $best_rate else 1)"; then best_core=$core best_rate=$rate; fi
+done
+if [ -n "$best_core" ]; then export OPENBLAS_CORETYPE=$best_core; else unset OPENBLAS_CORETYPE; fi
+echo "using OPENBLAS_CORETYPE=${best_core:-(unset)}"
+
+# PyTorch's vector kernels: its default against AVX-512 where the CPU has it (tiny step, cpu time).
+aten_cap=""
+if has avx512f; then
+  tiny_cpu() {
+    ATEN_CPU_CAPABILITY=$1 OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 "$py" bench/torch_gpt.py --model gpt-tiny $(shape gpt-tiny) \
+      --threads 1 --steps 5 --warmup 1 | "$py" -c 'import json,sys; print(json.load(sys.stdin)["cpu_s"])'
+  }
+  d1=$(tiny_cpu default) a1=$(tiny_cpu avx512) d2=$(tiny_cpu default) a2=$(tiny_cpu avx512)
+  echo "pytorch tiny step cpu seconds: default $d1 $d2, avx512 $a1 $a2"
+  if "$py" -c "import sys; sys.exit(0 if $a1 + $a2 < $d1 + $d2 else 1)"; then aten_cap=avx512; fi
+fi
+if [ -n "$aten_cap" ]; then export ATEN_CPU_CAPABILITY=$aten_cap; else unset ATEN_CPU_CAPABILITY; fi
+echo "using ATEN_CPU_CAPABILITY=${aten_cap:-(default)}"
+
+for config in $configs; do
   for threads in 1 2; do
-    steps=10; [ "$config" = small ] && steps=5
+    steps=10 warmup=2
+    [ "$config" = gpt-small ] && steps=5
+    [ "$config" = gpt2 ] && steps=2 warmup=1
     for ((r = 0; r < repeats; r++)); do
-      "$bench" --config $config --threads $threads --sgemm >>"$results"
-      "$bench" --config $config --threads $threads --steps $steps >>"$results"
-      OMP_NUM_THREADS=$threads $py bench/torch_gpt.py --config $config --threads $threads --steps $steps >>"$results"
+      export OMP_NUM_THREADS=$threads OPENBLAS_NUM_THREADS=$threads
+      "$bench" --model "$config" $(shape "$config") --threads "$threads" --memcpy >>"$results"
+      "$bench" --model "$config" $(shape "$config") --threads "$threads" --sgemm >>"$results"
+      "$bench" --model "$config" $(shape "$config") --threads "$threads" --steps $steps --warmup $warmup >>"$results"
+      "$py" bench/torch_gpt.py --model "$config" $(shape "$config") --threads "$threads" --steps $steps --warmup $warmup >>"$results"
     done
   done
 done
-$py - "$results" <<'PY'
+echo "load after: $(uptime)"
+"$py" - "$results" "$configs" <<'PY'
 import json, statistics, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+configs = sys.argv[2].split()
 def med(impl, cfg, th, key):
     v = [r[key] for r in rows if r["impl"] == impl and r["config"] == cfg and r["threads"] == th]
     return statistics.median(v) if v else float("nan")
-print("FLOPs per step = B*T*(72*L*C^2 + 12*L*T*C + 6*V*C); medians of interleaved repeats")
-print(f"{'config':<7}{'thr':>4}{'tz tok/s':>10}{'torch tok/s':>12}{'tz/torch':>9}{'tz GFLOP/s':>11}"
-      f"{'torch GFLOP/s':>14}{'sgemm GFLOP/s':>14}{'tz/peak':>8}")
-for cfg in ("tiny", "small"):
+tz_rows = [r for r in rows if r["impl"] == "tierzero"]
+if tz_rows:
+    print(f"tierzero gemm kernels: {tz_rows[0]['gemm_isa']}; CPU: {tz_rows[0]['cpu']}")
+print("FLOPs per step = B*T*(72*L*C^2 + 12*L*T*C + 6*V*C); medians of interleaved repeats;")
+print("sgemm = OpenBLAS on the MLP shape (B*T x 4C x C), memcpy = 64 MiB, GB/s counting read + write")
+print(f"{'model':<10}{'thr':>4}{'tz tok/s':>10}{'torch tok/s':>12}{'tz/torch':>9}{'tz GFLOP/s':>11}"
+      f"{'torch GFLOP/s':>14}{'sgemm GFLOP/s':>14}{'tz/sgemm':>9}{'memcpy GB/s':>12}"
+      f"{'| cpu-s: tz/torch':>17}{'tz/sgemm':>9}")
+def cpu_rate(impl, cfg, th):  # GFLOP per CPU-second, times threads: the rate with the cores to itself
+    v = [r["gflops"] * r["step_s"] * th / r["cpu_s"] for r in rows
+         if r["impl"] == impl and r["config"] == cfg and r["threads"] == th]
+    return statistics.median(v) if v else float("nan")
+for cfg in configs:
     for th in (1, 2):
         tz, pt = med("tierzero", cfg, th, "tokens_per_s"), med("pytorch", cfg, th, "tokens_per_s")
         tzg, ptg, pk = med("tierzero", cfg, th, "gflops"), med("pytorch", cfg, th, "gflops"), med("sgemm", cfg, th, "gflops")
-        print(f"{cfg:<7}{th:>4}{tz:>10.0f}{pt:>12.0f}{tz/pt:>9.2f}{tzg:>11.1f}{ptg:>14.1f}{pk:>14.1f}{tzg/pk:>8.2f}")
+        mc = med("memcpy", cfg, th, "GBps")
+        cpu_ratio = med("pytorch", cfg, th, "cpu_s") / med("tierzero", cfg, th, "cpu_s")
+        cpu_frac = cpu_rate("tierzero", cfg, th) / med("sgemm", cfg, th, "cpu_gflops")
+        print(f"{cfg:<10}{th:>4}{tz:>10.0f}{pt:>12.0f}{tz/pt:>9.2f}{tzg:>11.1f}{ptg:>14.1f}{pk:>14.1f}{tzg/pk:>9.2f}{mc:>12.1f}"
+              f"{cpu_ratio:>17.2f}{cpu_frac:>9.2f}")
+print("cpu-s columns: the same runs counted in CPU seconds of each process (all its threads), which other")
+print("jobs on the machine inflate far less than wall time: PyTorch's CPU seconds per step over tierzero's, and")
+print("tierzero's GFLOP per CPU-second over sgemm's")
+PY
+# Per-layer shares of tierzero's step (forward / backward, fraction of the step's wall time).
+profiles=$(mktemp)
+trap 'rm -f "$results" "$profiles"' EXIT
+for config in $configs; do
+  [ "$config" = gpt2 ] && continue  # long steps; its shares follow the small config's, products dominating
+  for threads in 1 2; do
+    OMP_NUM_THREADS=$threads "$bench" --model "$config" $(shape "$config") --threads "$threads" --steps 5 --warmup 1 --profile >>"$profiles"
+  done
+done
+"$py" - "$profiles" <<'PY'
+import json, sys
+for line in open(sys.argv[1]):
+    r = json.loads(line)
+    lay = r["layers"]
+    print(f"profile {r['config']}, {r['threads']} thread(s): step {r['step_s'] * 1e3:.1f} ms "
+          f"({r['cpu_s'] * 1e3:.1f} CPU ms), shares of the step's wall time")
+    for k, v in lay.items():
+        print(f"  {k:<14}" + (f"fwd {v[0] * 100:5.1f}%  bwd {v[1] * 100:5.1f}%" if isinstance(v, list) else f"{v * 100:5.1f}%"))
+    products = sum(sum(lay[k]) for k in ("qkv", "attn_proj", "fc", "mlp_proj", "lm_head"))
+    elementwise = sum(sum(lay[k]) for k in ("encoder", "layernorm", "residual", "gelu", "cross_entropy"))
+    print(f"  = linear-layer products {products * 100:.1f}%, attention {sum(lay['attention']) * 100:.1f}%, "
+          f"elementwise {elementwise * 100:.1f}%, optimizer {lay['optimizer'] * 100:.1f}%")
 PY

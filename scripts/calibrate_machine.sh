@@ -19,10 +19,14 @@
 #      documented flags plus --bind-to none, see mpirun_k below), REPS runs
 #      (interleaved over k); measured = median over runs of the median step time after the warm-up;
 #   5. `tierzero plan` on the calibrated topology with the train run's exact inputs (micro-batch 8,
-#      accumulation 1, sequence = n_positions = 128, no recompute, bf16, prefetch 1, fraction 1);
+#      accumulation 1, sequence = n_positions = 128, no recompute, bf16, prefetch 1, fraction 1) and the
+#      host's sharing (--host-cores C --local-ranks k: the scheduler wait per collective call when k > C,
+#      (k/C - 1) slices of Linux's base slice; docs/cost_model.md);
 # then prints ranks | measured | predicted | error with the breakdown, the engine's own exposed
 # weight-gather wait, and the bytes per rank per step of the engine beside the plan's (equal by
-# design). About 3 minutes on this 2-core machine.
+# design). The load average (uptime) is recorded before every phase and printed with the table: a
+# machine shared with other work gives figures that say more about that work than about the model.
+# About 3 minutes on a quiet 2-core machine.
 # Usage: bash scripts/calibrate_machine.sh [OUT_DIR]     (default: calibrate-out)
 # Environment: TZ_BIN (default build/tierzero), RANKS (default "1 2 4 8"), STEPS (20), WARMUP (5),
 #              REPS (3), CORES (default: nproc).
@@ -38,6 +42,8 @@ reps=${REPS:-3}
 cores=${CORES:-$(nproc)}
 [ -x "$bin" ] || bash scripts/build.sh build >/dev/null
 mkdir -p "$out"
+: >"$out/load.txt"
+load() { echo "$1: $(uptime | sed 's/.*load average: //')" | tee -a "$out/load.txt"; }
 # --bind-to none: Open MPI binds each rank to one core when np <= 2, so a 1-rank job's two threads
 # (tierzero train's default, cores / local ranks) would share one core (0.076 s instead of 0.054 s per
 # step here); unbound, each rank's threads get the cores the core-sharing model gives them.
@@ -56,6 +62,7 @@ print(statistics.median(per_file))
 EOF
 }
 
+load "start"
 echo "== compute: 1-rank model-step rate R(t) with t = 1..$cores threads ($reps runs of $steps steps)"
 rates=()
 for t in $(seq 1 "$cores"); do
@@ -69,6 +76,7 @@ for t in $(seq 1 "$cores"); do
   echo "  R($t) = $(printf %.1f "$r") GFLOP/s"
 done
 
+load "side-by-side"
 echo "== check of the core-sharing model: k independent 1-rank runs side by side"
 declare -A shared
 for k in $ranks; do
@@ -88,6 +96,7 @@ for k in $ranks; do
     "model $(python3 -c "print(f'{1000 * ${rates[$((t - 1))]} * min(1, $cores / $k):.1f}')")"
 done
 
+load "bench comm"
 for k in $ranks; do
   echo "== $k rank(s): bench comm and calibrated topology"
   if [ "$k" -gt 1 ]; then
@@ -114,10 +123,12 @@ EOF
     "$out/topology_k${k}_side.json" --measured-tflops "$(python3 -c "print(${shared[$k]} / 1000)")" >/dev/null
   for variant in "" _side; do
     "$bin" plan --topology "$out/topology_k$k$variant.json" --world-size "$k" --model gpt-tiny --micro-batch 8 \
-      --accumulation 1 --prefetch 1 --fraction 1 --no-recompute --top 1 --format json >"$out/plan_k$k$variant.json"
+      --accumulation 1 --prefetch 1 --fraction 1 --no-recompute --host-cores "$cores" --local-ranks "$k" --top 1 \
+      --format json >"$out/plan_k$k$variant.json"
   done
 done
 
+load "engine"
 echo "== the real engine: $reps runs per rank count, interleaved"
 for rep in $(seq 1 "$reps"); do
   for k in $ranks; do
@@ -125,8 +136,11 @@ for rep in $(seq 1 "$reps"); do
   done
 done
 
+load "end"
 echo
 echo "== gpt-tiny, zero3, batch 8 x 128 tokens per rank, bf16: median step time (steps $((warmup + 1))..$steps, $reps runs)"
+echo "   load averages (1, 5, 15 min) during the run:"
+sed 's/^/   /' "$out/load.txt"
 python3 - "$out" "$ranks" "$warmup" "$reps" <<'EOF'
 import json, statistics, sys
 out, ranks, warmup, reps = sys.argv[1], sys.argv[2].split(), int(sys.argv[3]), int(sys.argv[4])

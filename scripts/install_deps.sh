@@ -3,16 +3,18 @@
 # packages already present are not fetched again.
 set -euo pipefail
 packages=(
-  build-essential cmake ninja-build pkg-config git
+  build-essential cmake ninja-build pkg-config git python3
   libgtest-dev libgmock-dev libbenchmark-dev
   libfmt-dev nlohmann-json3-dev libcli11-dev
   libopenmpi-dev openmpi-bin
   libopenblas-dev
+  clang libclang-rt-dev llvm  # libFuzzer targets (scripts/fuzz.sh); llvm-symbolizer for their reports
   fortunes            # default training corpus: real English text
-  gnuplot-nox         # charts from 'tierzero simulate'
+  gnuplot-nox         # charts from 'tierzero simulate' and 'tierzero plot'
+  python3-torch python3-numpy  # the checkpoint export test reads safetensors in PyTorch (about 2 min to install)
 )
 if [ "${TZ_WITH_TORCH:-0}" = 1 ]; then
-  packages+=(python3-torch python3-numpy)  # only for regenerating fixtures and the PyTorch benchmark
+  packages+=(python3-regex)  # only for regenerating the GPT-2 pre-tokenizer table and fixture
 fi
 missing=()
 for p in "${packages[@]}"; do

@@ -1,15 +1,37 @@
 #!/usr/bin/env bash
 # The whole test suite, from a clean clone on a fresh Debian 12 machine: installs what is missing,
-# builds (Release), runs every CTest test (unit tests with ranks as threads, real mpirun runs), then
-# builds again with AddressSanitizer + UndefinedBehaviorSanitizer and runs the unit tests there.
+# checks the layering of src/ and the formatting, builds (Release, gcc, warnings as errors) and runs
+# every CTest test (unit tests with ranks as threads, real mpirun runs); then one clang build with
+# AddressSanitizer + UndefinedBehaviorSanitizer and libFuzzer's coverage runs the unit tests again
+# and fuzzes every input reader for a bounded time (scripts/fuzz.sh); then the thread-world suites
+# (collective, comm, quant, engine) run under ThreadSanitizer.
+#   TZ_SKIP_SANITIZERS=1  skip the sanitizer builds (the fuzzing then builds its own, unless skipped)
+#   TZ_SKIP_FUZZ=1        skip the fuzzing
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install_deps.sh
+python3 scripts/check_layers.py  # also a CTest test; first here, so a layering error fails in seconds
+bash scripts/check_format.sh
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-bash scripts/build.sh build
+bash scripts/build.sh build -DTZ_WERROR=ON
 (cd build && ctest --output-on-failure -j 2 --timeout 600)
 if [ "${TZ_SKIP_SANITIZERS:-0}" != 1 ]; then
-  bash scripts/build.sh build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTZ_SANITIZE=ON -DTZ_BUILD_BENCH=OFF
+  CC=clang CXX=clang++ bash scripts/build.sh build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTZ_SANITIZE=ON \
+    -DTZ_FUZZ=ON -DTZ_WERROR=ON -DTZ_BUILD_BENCH=OFF
   # Real multi-process runs are covered by the Release pass; Open MPI itself is not sanitizer-clean.
   (cd build-asan && ASAN_OPTIONS=detect_leaks=0 ctest --output-on-failure -j 2 --timeout 900 -LE "mpi|slow")
+  [ "${TZ_SKIP_FUZZ:-0}" = 1 ] || bash scripts/fuzz.sh build-asan  # libFuzzer targets, ~42 s each
+  # ThreadSanitizer: only the suites whose ranks are threads (races between rank threads, progress
+  # threads and the parallel_for pool), each binary run whole.
+  tsan_suites=(tz_collective_tests tz_comm_tests tz_quant_tests tz_engine_tests)
+  cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTZ_TSAN=ON -DTZ_WERROR=ON \
+    -DTZ_BUILD_BENCH=OFF >/dev/null
+  cmake --build build-tsan -j "$(nproc)" --target "${tsan_suites[@]}"
+  for suite in "${tsan_suites[@]}"; do
+    echo "ThreadSanitizer: $suite"
+    TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$PWD/scripts/tsan_suppressions.txt" \
+      build-tsan/tests/"$suite" --gtest_brief=1
+  done
+elif [ "${TZ_SKIP_FUZZ:-0}" != 1 ]; then
+  bash scripts/fuzz.sh build-fuzz
 fi

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Regenerates the PyTorch reference fixtures that tests/model/torch_reference_test.cpp compares
-tierzero's GPT against (issue 4, item 6).
+tierzero's GPT against.
 
 It asks tierzero for the initial weights of a tiny, oddly sized GPT (`tierzero train --init-out`),
 builds the same model in PyTorch, loads those weights, and dumps for one fixed batch: the logits,
@@ -9,8 +9,8 @@ learning rate, global-norm clipping, decoupled weight decay on matrices only) on
 
 Run with Debian's PyTorch (python3-torch), from the repository root, after building:
     /usr/bin/python3 scripts/torch_reference.py --tierzero build/tierzero
-Writes tests/data/gpt_ref.json (config, batch, hyper-parameters, losses, a checksum of the initial
-weights, the offsets of each array) and tests/data/gpt_ref.bin (fp32: logits, then the gradients
+Writes tests/fixtures/gpt_ref.json (config, batch, hyper-parameters, losses, a checksum of the initial
+weights, the offsets of each array) and tests/fixtures/gpt_ref.bin (fp32: logits, then the gradients
 in the flat-buffer order of tierzero's parameter layout).
 """
 import argparse
@@ -67,7 +67,7 @@ def forward(p, idx, targets):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--tierzero", default="build/tierzero", help="the tierzero binary")
-    ap.add_argument("--out", default="tests/data", help="folder for gpt_ref.json and gpt_ref.bin")
+    ap.add_argument("--out", default="tests/fixtures", help="folder for gpt_ref.json and gpt_ref.bin")
     args = ap.parse_args()
     torch.manual_seed(SEED)
     torch.set_num_threads(1)
@@ -76,7 +76,7 @@ def main():
         cfg_path, init_path = os.path.join(tmp, "config.json"), os.path.join(tmp, "init.bin")
         with open(cfg_path, "w") as f:
             json.dump(CONFIG, f)
-        subprocess.run([args.tierzero, "train", "--model", cfg_path, "--seed", str(SEED), "--steps", "0",
+        subprocess.run([args.tierzero, "train", "--model", cfg_path, "--seed", str(SEED),
                         "--init-out", init_path], check=True, stdout=subprocess.DEVNULL)
         with open(init_path + ".json") as f:
             table = json.load(f)

@@ -1,88 +1,109 @@
 // `tierzero bench comm`: collective benchmarks per tier, flat and hierarchical, beside native MPI
-// (comm/mpi/comm_bench.hpp). Run it under mpirun; a plain run is a world of one rank.
+// (src/bench/comm_bench.hpp), printed in nccl-tests' layout (cli/comm_bench_table.hpp). Run it under
+// mpirun; a plain run is a world of one rank. The two buffers of --max-bytes are checked against the
+// memory a rank may use before they are allocated.
 #include <fmt/format.h>
+#include <unistd.h>
 
+#include "bench/comm_bench.hpp"
 #include "cli/bench_registry.hpp"
-#include "comm/mpi/comm_bench.hpp"
-#include "comm/mpi/mpi_world.hpp"
+#include "cli/cli_options.hpp"
+#include "cli/comm_bench_table.hpp"
+#include "cli/run_world.hpp"
 #include "core/error.hpp"
 
 namespace tz::cli {
 namespace {
 
 struct BenchCommArgs {
-  std::string topology = "frontier-mini";
+  std::string topology = "flat";
   bool emulate = false;
   std::string dtype = "f32";
   std::string format = "text";
   double timeout_s = 300;
+  std::string shared_memory = "on";
+  std::size_t shared_slot_bytes = CommOptions{}.shared_slot_bytes;
   CommBenchOptions bench;
 };
 
-int run_bench_comm(BenchCommArgs args) {
-  MpiSession session;
-  std::unique_ptr<Communicator> world;
-  try {
-    args.bench.dtype = args.dtype == "bf16" ? DType::bf16 : DType::f32;
-    CommOptions options;
-    options.timeout_s = args.timeout_s;
-    world = make_mpi_world(options);
-    Topology topo = Topology::load(args.topology);
-    topo = topo.resolve(world->size());
-    check_hosts(topo, *world, args.emulate);
-    const int rank = world->rank();
-    Mesh mesh(topo, std::move(world));
-    const nlohmann::json result = run_comm_bench(mesh, args.bench);
-    if (rank == 0) {
-      if (args.format == "json")
-        fmt::print("{}\n", result.dump(2));
-      else
-        fmt::print("{}", format_comm_bench(result));
-      std::fflush(stdout);
-    }
-    return 0;
-  } catch (const InputError& e) {
-    // Inputs are the same on every rank, so every rank fails alike: rank 0 speaks for all.
-    if (!world || world->rank() == 0) fmt::print(stderr, "tierzero: error: {}\n", e.what());
-    return 2;
-  } catch (const std::exception& e) {
-    return abort_world(fmt::format("bench comm failed: {}", e.what()), 3);
+// The groups to run when --groups is not given: every tier, then the whole world flat and
+// hierarchical, except where those are the one tier's group again (a one-tier topology).
+std::vector<std::string> default_groups(const Topology& topo) {
+  std::vector<std::string> groups;
+  for (const auto& t : topo.tiers()) groups.push_back(t.name);
+  if (topo.num_tiers() > 1) {
+    groups.push_back("world");
+    groups.push_back("world-hier");
   }
+  return groups;
+}
+
+void check_buffers_fit(const CommBenchOptions& b, int ranks_on_host) {
+  const double need = 2.0 * (double(b.max_bytes) + 64.0 * 4);
+  const double have =
+      double(sysconf(_SC_PHYS_PAGES)) * double(sysconf(_SC_PAGESIZE)) / std::max(1, ranks_on_host);
+  if (need > have)
+    fail_input(
+        "--max-bytes {}: the benchmark needs a send and a receive buffer of that size, {:.3g} GiB per rank, "
+        "but a rank here may use {:.3g} GiB (this host's memory over its {} rank(s))",
+        b.max_bytes, need / double(1ull << 30), have / double(1ull << 30), ranks_on_host);
+  if (b.min_bytes > b.max_bytes)
+    fail_input("--min-bytes {} is above --max-bytes {}", size_text(b.min_bytes), size_text(b.max_bytes));
+}
+
+int run_bench_comm(BenchCommArgs args) {
+  args.bench.dtype = args.dtype == "bf16" ? DType::bf16 : DType::f32;
+  return run_on_world({.topology = args.topology,
+                       .emulate = args.emulate,
+                       .timeout_s = args.timeout_s,
+                       .shared_memory = args.shared_memory == "on",
+                       .shared_slot_bytes = args.shared_slot_bytes},
+                      [&](Mesh& mesh) {
+                        check_buffers_fit(args.bench, launch_local_size());
+                        CommBenchOptions bench = args.bench;
+                        if (bench.groups.empty()) bench.groups = default_groups(mesh.topology());
+                        const nlohmann::json result = run_comm_bench(mesh, bench);
+                        if (mesh.world().rank() == 0) {
+                          if (args.format == "json")
+                            fmt::print("{}\n", result.dump(2));
+                          else
+                            fmt::print("{}", format_comm_bench_table(result));
+                          std::fflush(stdout);
+                        }
+                      });
 }
 
 const bool registered = register_bench(
-    {"comm", "Collectives per tier (flat and hierarchical) beside native MPI: time, algbw, busbw",
+    {"comm", "Collectives per tier (flat and hierarchical) beside native MPI, in nccl-tests' columns",
      [](CLI::App& sub) -> RunFn {
        auto args = std::make_shared<BenchCommArgs>();
-       sub.add_option("--topology", args->topology, "topology preset or JSON file")->capture_default_str();
-       sub.add_flag("--emulate", args->emulate, "allow a multi-node topology on one machine");
-       sub.add_option("--min-bytes", args->bench.min_bytes, "smallest size (one rank's full tensor)")
-           ->capture_default_str();
-       sub.add_option("--max-bytes", args->bench.max_bytes, "largest size")->capture_default_str();
-       sub.add_option("--step-factor", args->bench.step_factor, "size multiplier between rows")
-           ->capture_default_str();
-       sub.add_option("--iters", args->bench.iters, "at most this many timed iterations per round")
-           ->capture_default_str();
-       sub.add_option("--round-seconds", args->bench.round_s, "target duration of a timed round")
-           ->capture_default_str();
-       sub.add_option("--warmup", args->bench.warmup, "untimed iterations")->capture_default_str();
-       sub.add_option("--rounds", args->bench.rounds, "alternating tierzero/native rounds; medians reported")
-           ->capture_default_str();
-       sub.add_option("--ops", args->bench.ops, "collectives to run")
-           ->delimiter(',')
-           ->check(CLI::IsMember({"all_gather", "reduce_scatter", "all_reduce", "all_to_all", "broadcast"}))
-           ->capture_default_str();
-       sub.add_option("--groups", args->bench.groups,
-                      "groups to run: tier names, world, world-hier (default all)")
+       OptionSet o(sub, "bench comm");
+       o.text("--topology", args->topology, "topology preset or JSON file");
+       o.flag("--emulate", args->emulate, "allow a multi-node topology on one machine");
+       o.size_bytes("--min-bytes", args->bench.min_bytes, 1, 1ull << 40,
+                    "smallest size (one rank's full tensor; 4096, 64K, 1M, ...)");
+       o.size_bytes("--max-bytes", args->bench.max_bytes, 1, 1ull << 40, "largest size (64M, 1G, ...)");
+       o.integer("--step-factor", args->bench.step_factor, 2, 1024, "size multiplier between rows");
+       o.integer("--iters", args->bench.iters, 1, 1000000, "at most this many timed iterations per round");
+       o.real("--round-seconds", args->bench.round_s, 0, 3600, "target duration of a timed round", "", true);
+       o.integer("--warmup", args->bench.warmup, 0, 1000000, "untimed iterations");
+       o.integer("--rounds", args->bench.rounds, 1, 1000,
+                 "alternating tierzero/native rounds; medians reported");
+       o.choice("--ops", args->bench.ops,
+                {"all_gather", "reduce_scatter", "all_reduce", "all_to_all", "broadcast"},
+                "collectives to run");
+       o.text("--groups", args->bench.groups, "groups to run: tier names, world, world-hier",
+              "every tier, world and world-hier (the tier alone on a one-tier topology)")
            ->delimiter(',');
-       sub.add_option("--dtype", args->dtype, "f32 or bf16")
-           ->check(CLI::IsMember({"f32", "bf16"}))
-           ->capture_default_str();
-       sub.add_option("--format", args->format, "text or json")
-           ->check(CLI::IsMember({"text", "json"}))
-           ->capture_default_str();
-       sub.add_option("--timeout", args->timeout_s, "seconds before a collective is reported as hung")
-           ->capture_default_str();
+       o.choice("--dtype", args->dtype, {"f32", "bf16"}, "element type");
+       o.choice("--format", args->format, {"text", "json"}, "output format");
+       o.choice("--shared-memory", args->shared_memory, {"on", "off"},
+                "on: ranks of one host run the shared-memory collectives; off: the transport's ring, "
+                "pairwise exchange and tree");
+       o.size_bytes("--shared-slot-bytes", args->shared_slot_bytes, 1, 1ull << 30,
+                    "staging buffer per rank of the shared-memory collectives (two per rank; 64K, 1M, ...)");
+       o.real("--timeout", args->timeout_s, 0, 86400, "seconds before a collective is reported as hung", "",
+              true);
        return [args] { return run_bench_comm(*args); };
      }});
 

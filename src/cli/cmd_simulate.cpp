@@ -1,21 +1,28 @@
 // `tierzero simulate`: sweeps the cost model over outer-tier counts (e.g. 1..48 Frontier nodes =
 // 8..384 GCDs) and plans, writes CSV and JSON, and draws two charts with gnuplot (Debian's
 // gnuplot-nox): TFLOPS per device vs devices (one line per plan) and bytes per tier per plan at the
-// largest size. `--paper` prints the validation ratios of docs/cost_model.md.
+// largest size. scripts/validate_paper.sh prints the
+// validation ratios of docs/cost_model.md.
 #include <fmt/format.h>
 #include <fmt/os.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
+#include "cli/cli_options.hpp"
 #include "cli/command_registry.hpp"
 #include "cli/step_inputs.hpp"
+#include "cli/topology_args.hpp"
 #include "core/error.hpp"
 #include "core/json_fields.hpp"
+#include "core/output_file.hpp"
 #include "perf/auto_planner.hpp"
 #include "perf/calibration.hpp"
+#include "perf/collective_price.hpp"
 #include "perf/cost_report.hpp"
 #include "perf/sim_step.hpp"
 
@@ -30,14 +37,21 @@ struct SimulateArgs {
   std::string out = "simulate-out";
   bool no_charts = false;
   bool sim_check = false;
-  std::string calibrate_from;
+  std::vector<std::string> calibrate_from;
   double measured_tflops = 0;
   std::vector<double> thread_tflops;
   int host_cores = 0;
   int local_ranks = 0;
   std::string write_topology;
+  std::string busbw;  // a collective: print the model's flat-ring busbw table instead of sweeping
+  std::vector<double> sizes_mib = {4, 16, 64, 256, 1024};
   StepInputs step;  // --micro-batch, --accumulation, --fraction, --no-recompute, --no-overlap, --collectives
 };
+
+// Writes `text` to `path`; an InputError naming the file when it cannot be written completely.
+void write_file(const std::filesystem::path& path, const std::string& text) {
+  write_output_file(path.string(), text, "simulate output");
+}
 
 // The step's collectives on the simulated transport (same comm code) beside the closed form.
 void print_sim_check(const perf::ModelShape& model, const Topology& topo,
@@ -53,7 +67,7 @@ void print_sim_check(const perf::ModelShape& model, const Topology& topo,
              "ledger_GB");
   for (const auto& name : plans) {
     const perf::SimStepResult r =
-        perf::simulate_step_comm(model, topo, perf::preset_with_options(name, topo, base));
+        perf::simulate_step_comm(model, topo, plan_by_name_or_file(name, topo, base, "--plans"));
     for (const auto& t : r.tiers)
       fmt::print("{:<14} {:<10} {:>14.6f} {:>14.6f} {:>14.4f}\n", name, t.name, t.simulated_s,
                  t.closed_form_s, t.ledger_bytes / 1e9);
@@ -78,7 +92,7 @@ void write_charts(const std::filesystem::path& dir, const std::vector<std::strin
     gp += fmt::format("{}'{}' using {}:xtic(1) title '{}'", t ? ", " : "", (dir / "traffic.csv").string(),
                       t + 2, columns[t]);
   gp += "\n";
-  std::ofstream(dir / "charts.gp") << gp;
+  write_file(dir / "charts.gp", gp);
   const std::string cmd = fmt::format("gnuplot '{}'", (dir / "charts.gp").string());
   if (std::system(cmd.c_str()) != 0)
     fmt::print(stderr, "simulate: gnuplot failed (is gnuplot-nox installed?); CSV and JSON are written\n");
@@ -106,25 +120,88 @@ perf::DeviceCalibration device_calibration(const SimulateArgs& a) {
 
 int run_calibrate(const SimulateArgs& a) {
   if (a.write_topology.empty()) fail_input("--calibrate-from needs --write-topology FILE");
-  const nlohmann::json doc = perf::calibrated_topology_json(
-      Topology::load(a.topology), read_json_file(a.calibrate_from), a.calibrate_from, device_calibration(a));
+  std::vector<nlohmann::json> extra;
+  std::vector<std::string> extra_origins(a.calibrate_from.begin() + 1, a.calibrate_from.end());
+  for (const auto& f : extra_origins) extra.push_back(read_json_file(f));
+  const nlohmann::json doc =
+      perf::calibrated_topology_json(Topology::load(a.topology), read_json_file(a.calibrate_from.front()),
+                                     a.calibrate_from.front(), device_calibration(a), extra, extra_origins);
   Topology::from_json(doc, a.write_topology);  // it must read back
-  std::ofstream(a.write_topology) << doc.dump(2) << "\n";
-  fmt::print("wrote {}: device {:.4g} TFLOPS per rank\n", a.write_topology,
-             doc["device"]["peak_tflops"].get<double>());
+  write_file(a.write_topology, doc.dump(2) + "\n");
+  fmt::print("wrote {}: device {:.4g} TFLOPS per rank, {} measured curve(s)\n", a.write_topology,
+             doc["device"]["peak_tflops"].get<double>(),
+             doc.value("collective_curves", nlohmann::json::array()).size());
   for (const auto& t : doc["tiers"])
     fmt::print("  {:<10} {:>10.3f} GB/s {:>10.2f} us  reduce {:>8.3f} GB/s   {}\n",
-               t["name"].get<std::string>(), t["bandwidth_gbps"].get<double>(), t["latency_us"].get<double>(),
-               t.value("reduce_gbps", 0.0), t["source"].get<std::string>());
+               t["name"].get<std::string>(), t["bandwidth_GBps"].get<double>(), t["latency_us"].get<double>(),
+               t.value("reduce_GBps", 0.0), t["source"].get<std::string>());
+  return 0;
+}
+
+// The busbw the model gives a flat collective over the whole world (the ring NCCL-tests measures),
+// per outer-tier count and size: the prices of perf/collective_price.hpp for `--runtime`.
+int run_busbw(const SimulateArgs& a) {
+  CollectiveKind kind = CollectiveKind::all_gather;
+  bool known = false;
+  for (auto k : {CollectiveKind::all_gather, CollectiveKind::reduce_scatter, CollectiveKind::all_reduce,
+                 CollectiveKind::all_to_all})
+    if (collective_name(k) == a.busbw) kind = k, known = true;
+  if (!known)
+    fail_input("--busbw: must be all_gather, reduce_scatter, all_reduce or all_to_all, got '{}'", a.busbw);
+  for (double s : a.sizes_mib)
+    if (!(s > 0) || !std::isfinite(s)) fail_input("--sizes-mib: sizes must be > 0 MiB, got {}", s);
+  const Topology base_topo = Topology::load(a.topology);
+  const perf::Runtime runtime = perf::parse_runtime(a.step.runtime, "--runtime");
+  nlohmann::json rows = nlohmann::json::array();
+  fmt::print("model busbw (GB/s) of a flat {} over the whole world of {}, run as {} runs it\n", a.busbw,
+             base_topo.name(), a.step.runtime);
+  fmt::print("{:>8} {:>8}", "outer", "ranks");
+  for (double s : a.sizes_mib) fmt::print(" {:>12}", fmt::format("{:g}MiB", s));
+  fmt::print("   (m = measured curve)\n");
+  for (int n : a.nodes) {
+    const Topology topo = base_topo.resolve_outer(n);
+    fmt::print("{:>8} {:>8}", n, topo.world_size());
+    for (double s : a.sizes_mib) {
+      TierStep step;
+      step.kind = kind;
+      step.tiers = tiers_up_to(topo.num_tiers() - 1);
+      step.tier = topo.num_tiers() - 1;
+      step.group_size = topo.world_size();
+      step.label = "world";
+      const double bytes = s * double(1 << 20);
+      step.payload_bytes = static_cast<std::size_t>(bytes);
+      const perf::MessagePrice m = perf::price_message(step, bytes, topo, runtime);
+      const double busbw =
+          m.seconds > 0 ? algorithmic_bytes(kind, bytes, topo.world_size()) / m.seconds / 1e9 : 0;
+      fmt::print(" {:>11.2f}{}", busbw, m.measured ? "m" : " ");
+      rows.push_back({{"outer", n},
+                      {"group_size", topo.world_size()},
+                      {"size_bytes", bytes},
+                      {"busbw_GBps", busbw},
+                      {"seconds", m.seconds},
+                      {"measured_curve", m.measured}});
+    }
+    fmt::print("\n");
+  }
+  const std::filesystem::path dir(a.out);
+  std::filesystem::create_directories(dir);
+  write_file(dir / "busbw.json",
+             nlohmann::json{
+                 {"topology", base_topo.name()}, {"op", a.busbw}, {"runtime", a.step.runtime}, {"rows", rows}}
+                     .dump(2) +
+                 "\n");
   return 0;
 }
 
 int run_simulate(const SimulateArgs& a) {
   if (!a.calibrate_from.empty()) return run_calibrate(a);
+  if (!a.busbw.empty()) return run_busbw(a);
+
   const Topology base_topo = Topology::load(a.topology);
   const perf::ModelShape model = perf::load_model_shape(a.model);
   const PlanOptions base = a.step.plan_options();
   const perf::CostOptions opt = a.step.cost_options();
+  for (const auto& n : model.notes) fmt::print("note: model {}: accepted, not applied: {}\n", a.model, n);
   const std::filesystem::path dir(a.out);
   std::filesystem::create_directories(dir);
 
@@ -139,12 +216,13 @@ int run_simulate(const SimulateArgs& a) {
     perf::StepCost cost;
   };
   std::vector<Point> points;
+  for (int n : a.nodes) world_of_nodes(base_topo, n);  // every size checked before any is swept
   for (int n : a.nodes) {
     const Topology topo = base_topo.resolve_outer(n);
     largest_rows.clear();
     largest = topo;
     for (const auto& name : a.plans) {
-      const PartitionPlan plan = perf::preset_with_options(name, topo, base);
+      const PartitionPlan plan = plan_by_name_or_file(name, topo, base, "--plans");
       const perf::StepCost c = perf::predict_step(model, topo, plan, opt);
       points.push_back({name, topo.world_size(), c});
       doc["points"].push_back(perf::cost_to_json(topo, plan, c));
@@ -156,7 +234,7 @@ int run_simulate(const SimulateArgs& a) {
   std::vector<perf::StepCost> costs;
   for (const auto& p : points) costs.push_back(p.cost);
   const std::vector<std::string> columns = perf::traffic_columns(base_topo, costs);
-  std::ofstream csv(dir / "sweep.csv");
+  std::ostringstream csv;
   csv << "plan,devices,tflops_per_device,step_s,compute_s,exposed_comm_s,peak_memory_gib,fits";
   for (const auto& c : columns) csv << "," << c << "_bytes";
   csv << "\n";
@@ -168,22 +246,22 @@ int run_simulate(const SimulateArgs& a) {
     for (const auto& col : columns) csv << fmt::format(",{:.0f}", perf::traffic_bytes(c, col));
     csv << "\n";
   }
-  csv.close();
-  std::ofstream traffic(dir / "traffic.csv");
+  write_file(dir / "sweep.csv", csv.str());
+  std::ostringstream traffic;
   for (const auto& r : largest_rows) {
     traffic << r.plan.name();
     for (const auto& col : columns) traffic << fmt::format(",{:.4f}", perf::traffic_bytes(r.cost, col) / 1e9);
     traffic << "\n";
   }
-  traffic.close();
-  std::ofstream(dir / "sweep.json") << doc.dump(2) << "\n";
-  std::ofstream scaling(dir / "scaling.csv");
+  write_file(dir / "traffic.csv", traffic.str());
+  write_file(dir / "sweep.json", doc.dump(2) + "\n");
+  std::ostringstream scaling;
   for (const auto& [devices, _] : tflops.begin()->second) {
     scaling << devices;
     for (const auto& name : a.plans) scaling << fmt::format(",{:.4f}", tflops[name][devices]);
     scaling << "\n";
   }
-  scaling.close();
+  write_file(dir / "scaling.csv", scaling.str());
 
   fmt::print(
       "model {} on {}: micro-batch {}, accumulation {}, fraction of peak {}, recompute {}, overlap {}, "
@@ -224,30 +302,46 @@ const bool registered = register_command(
      "Sweep the cost model over device counts and plans; write CSV/JSON and scaling/traffic charts",
      [](CLI::App& sub) -> RunFn {
        auto a = std::make_shared<SimulateArgs>();
-       sub.add_option("--topology", a->topology, "topology preset or JSON file")->capture_default_str();
-       sub.add_option("--model", a->model, "model preset (models/) or JSON file")->capture_default_str();
-       sub.add_option("--nodes", a->nodes, "units of the outermost tier to sweep")->capture_default_str();
-       sub.add_option("--plans", a->plans, "plan presets")->capture_default_str();
+       OptionSet o(sub, "simulate");
+       o.text("--topology", a->topology, "topology preset or JSON file");
+       o.text("--model", a->model,
+              "model preset of models/ (gpt-tiny, gpt-small, gpt2, gpt-20b, ...) or a GPT-2 config.json");
+       o.integer("--nodes", a->nodes, 1, kMaxWorldRanks, "units of the outermost tier to sweep");
+       o.text("--plans", a->plans, "plan presets or plan JSON files", "zero3 zeropp three-level");
        a->step.add_options(
-           sub,
+           o,
            "how every plan runs multi-tier collectives: hierarchical (tier by tier) or flat (one "
            "ring over the group, as DeepSpeed/NCCL run ZeRO-3 and ZeRO++)");
-       sub.add_option("--out", a->out, "output folder")->capture_default_str();
-       sub.add_flag("--no-charts", a->no_charts, "skip gnuplot");
-       sub.add_flag("--sim-check", a->sim_check,
-                    "also run the step's collectives on the simulated transport at the first --nodes size");
-       sub.add_option("--calibrate-from", a->calibrate_from,
-                      "calibrate instead of sweeping: a `tierzero bench comm --format json` result");
-       sub.add_option("--measured-tflops", a->measured_tflops,
-                      "with --calibrate-from: the measured model-step rate, written as device peak_tflops");
-       sub.add_option(
-           "--thread-tflops", a->thread_tflops,
-           "with --calibrate-from: model-step rates of a 1-rank run with 1, 2, ... threads; the "
-           "device rate is then one rank's share when --local-ranks ranks share --host-cores cores");
-       sub.add_option("--host-cores", a->host_cores, "with --thread-tflops: cores of the host");
-       sub.add_option("--local-ranks", a->local_ranks, "with --thread-tflops: ranks sharing the host");
-       sub.add_option("--write-topology", a->write_topology,
-                      "with --calibrate-from: the topology file to write");
+       o.text("--out", a->out, "output folder");
+       o.flag("--no-charts", a->no_charts, "skip gnuplot");
+       o.flag("--sim-check", a->sim_check,
+              "also run the step's collectives on the simulated transport at the first --nodes size");
+       o.text("--calibrate-from", a->calibrate_from,
+              "calibrate instead of sweeping: `tierzero bench comm --format json` results (tier links are "
+              "fitted "
+              "from the first; measured curves come from all, one row per group size)",
+              "none");
+       o.real("--measured-tflops", a->measured_tflops, 0, 1e6,
+              "with --calibrate-from: the measured model-step rate, written as device peak_tflops", "none",
+              true);
+       o.real("--thread-tflops", a->thread_tflops, 0, 1e6,
+              "with --calibrate-from: model-step rates of a 1-rank run with 1, 2, ... threads; the device "
+              "rate is "
+              "then one rank's share when --local-ranks ranks share --host-cores cores",
+              "none", true);
+       o.integer("--host-cores", a->host_cores, 1, 1 << 16, "with --thread-tflops: cores of the host",
+                 "none");
+       o.integer("--local-ranks", a->local_ranks, 1, 1 << 16, "with --thread-tflops: ranks sharing the host",
+                 "none");
+       o.choice(
+           "--busbw", a->busbw, {"all_gather", "reduce_scatter", "all_reduce", "all_to_all"},
+           "instead of sweeping plans: the model's busbw of this collective on a flat ring over the whole "
+           "world, per --nodes and --sizes-mib",
+           "none");
+       o.real("--sizes-mib", a->sizes_mib, 0, 1 << 20,
+              "with --busbw: collective sizes in MiB (nccl-tests convention)", "4 16 64 256 1024", true);
+       o.text("--write-topology", a->write_topology, "with --calibrate-from: the topology file to write",
+              "none");
        return [a] { return run_simulate(*a); };
      }});
 

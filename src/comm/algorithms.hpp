@@ -38,11 +38,35 @@ void reduce_scatter_ring(Collective& c, const std::byte* send, std::byte* out,
 // all_reduce_ring.cpp: reduce-scatter then all-gather over even blocks; send == recv allowed.
 void all_reduce_ring(Collective& c, const std::byte* send, std::byte* recv, std::size_t count, DType dtype);
 
-// all_to_all_pairwise.cpp: block j of send goes to rank j, block i of recv comes from rank i.
-void all_to_all_pairwise(Collective& c, const std::byte* send, std::byte* recv, std::size_t block_bytes);
+// reduce_scatter_shared.cpp: the same result as reduce_scatter_ring (summed in a fixed order, so
+// bitwise reproducible, though not in the ring's order), for ranks that share `arena`: each
+// contribution is copied once into shared memory and summed straight out of it by its owner.
+void reduce_scatter_shared(Collective& c, SharedArena& arena, const std::byte* send, std::byte* out,
+                           std::span<const std::size_t> offsets, DType dtype);
+
+// all_to_all_pairwise.cpp: block j of `send` ([send_offsets[j], send_offsets[j+1])) goes to rank j,
+// where it lands as recv block rank() ([recv_offsets[rank], ...)); lengths must agree pairwise.
+void all_to_all_pairwise(Collective& c, const std::byte* send, std::span<const std::size_t> send_offsets,
+                         std::byte* recv, std::span<const std::size_t> recv_offsets);
+
+// all_to_all_shared.cpp: the same result as all_to_all_pairwise, for ranks that share `arena`: each
+// block is copied once into shared memory and once out. `max_block_bytes` is the largest block any
+// rank sends in this call and must be the same on every rank (it fixes the number of rounds).
+void all_to_all_shared(Collective& c, SharedArena& arena, const std::byte* send,
+                       std::span<const std::size_t> send_offsets, std::byte* recv,
+                       std::span<const std::size_t> recv_offsets, std::size_t max_block_bytes);
+
+// The bytes of one destination's piece of a staging slot when a slot is cut into p - 1 pieces
+// (all_to_all_shared, reduce_scatter_shared): a multiple of 64 bytes when a share is that large,
+// else of elem_bytes, and at least one element.
+std::size_t shared_piece_bytes(std::size_t slot_bytes, int p, std::size_t elem_bytes);
 
 // broadcast_binomial.cpp: root's `bytes` reach every rank down a binomial tree, chunk-pipelined.
 void broadcast_binomial(Collective& c, std::byte* buf, std::size_t bytes, int root);
+
+// broadcast_shared.cpp: the same result as broadcast_binomial, for ranks that share `arena`: the
+// root copies each piece once into shared memory and every other rank copies it out.
+void broadcast_shared(Collective& c, SharedArena& arena, std::byte* buf, std::size_t bytes, int root);
 
 // barrier_dissemination.cpp: ceil(log2 p) rounds of empty messages.
 void barrier_dissemination(Collective& c);

@@ -9,7 +9,6 @@
 // shared-memory MPI copies every block in and out at each of its p-1 steps.
 #include <algorithm>
 #include <cstring>
-#include <vector>
 
 #include "comm/algorithms.hpp"
 #include "comm/shared_arena.hpp"
@@ -31,45 +30,19 @@ void all_gather_shared(Collective& c, SharedArena& arena, const std::byte* own, 
     return off >= block_bytes(b) ? std::size_t{0} : std::min(slot, block_bytes(b) - off);
   };
 
-  std::vector<int> pending;
   const std::size_t rounds = (largest + slot - 1) / slot;
   for (std::size_t k = 0; k < rounds; ++k) {
     const std::uint64_t g = arena.next_round();
-    if (g > 2) arena.wait_peers(c, /*written_counter=*/false, g - 2);  // buffer g % 2 is free again
+    arena.wait_buffers_free(c, g);
     const std::size_t off = k * slot;
     const std::size_t mine = piece_bytes(r, k);
     if (mine > 0) std::memcpy(arena.buffer(r, g), own + off, mine);
-    arena.written(r).store(g, std::memory_order_release);
+    arena.publish(c, SharedArena::Counter::written, g);
     if (!in_place && mine > 0) std::memcpy(block(r) + off, own + off, mine);
-
-    pending.clear();
-    for (int q = 0; q < p; ++q)
-      if (q != r) pending.push_back(q);
-    Backoff backoff;
-    while (!pending.empty()) {
-      bool copied = false;
-      for (auto it = pending.begin(); it != pending.end();) {
-        if (arena.written(*it).load(std::memory_order_acquire) < g) {
-          ++it;
-          continue;
-        }
-        if (const std::size_t n = piece_bytes(*it, k); n > 0)
-          std::memcpy(block(*it) + off, arena.buffer(*it, g), n);
-        it = pending.erase(it);
-        copied = true;
-      }
-      if (pending.empty()) break;
-      if (copied) {
-        backoff.progress();
-        continue;
-      }
-      if (backoff.yielding()) {
-        c.transport().check_aborted();
-        if (Clock::now() >= c.deadline()) c.fail_not_arrived(pending);
-      }
-      backoff.pause();
-    }
-    arena.read(r).store(g, std::memory_order_release);
+    arena.drain(c, g, [&](int q) {
+      if (const std::size_t n = piece_bytes(q, k); n > 0) std::memcpy(block(q) + off, arena.buffer(q, g), n);
+    });
+    arena.publish(c, SharedArena::Counter::read, g);
   }
 }
 

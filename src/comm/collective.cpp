@@ -42,6 +42,10 @@ void Collective::fail(const std::string& what) const {
   throw CommError(describe() + ": " + what);
 }
 
+void Collective::fail_timeout(const std::string& what) const {
+  throw CommTimeout(describe() + ": " + what);
+}
+
 void Collective::wait(std::span<Request> requests) {
   bool all_done = false;
   try {
@@ -60,14 +64,14 @@ void Collective::wait(std::span<Request> requests) {
   std::string what = fmt::format("timed out after {} s; not arrived: world rank(s) {{{}}}", timeout_s_,
                                  fmt::join(from, ","));
   if (!to.empty()) what += fmt::format("; sends not taken by world rank(s) {{{}}}", fmt::join(to, ","));
-  fail(what);
+  fail_timeout(what);
 }
 
 void Collective::fail_not_arrived(std::span<const int> behind) const {
   std::set<int> from;
   for (int q : behind) from.insert(transport_.world_rank(q));
-  fail(fmt::format("timed out after {} s; not arrived: world rank(s) {{{}}}", timeout_s_,
-                   fmt::join(from, ",")));
+  fail_timeout(fmt::format("timed out after {} s; not arrived: world rank(s) {{{}}}", timeout_s_,
+                           fmt::join(from, ",")));
 }
 
 Chunks::Chunks(std::size_t total_bytes, std::size_t chunk_bytes)

@@ -11,12 +11,12 @@
 #include <string_view>
 #include <vector>
 
-#include "comm/transport.hpp"
+#include "comm/transport/transport.hpp"
 
 namespace tz {
 
 // Scratch buffers kept alive across collectives (a freed and re-faulted buffer per call halves the
-// throughput, MACHINE.md). Slot k grows to the largest size asked for and stays.
+// throughput on small machines). Slot k grows to the largest size asked for and stays.
 class Workspace {
  public:
   std::byte* get(int slot, std::size_t bytes);
@@ -37,6 +37,7 @@ class Collective {
   std::size_t chunk_bytes() const { return chunk_bytes_; }
   Deadline deadline() const { return deadline_; }
   double timeout_s() const { return timeout_s_; }
+  std::uint64_t seq() const { return seq_; }
   int right() const { return (rank() + 1) % size(); }
   int left() const { return (rank() + size() - 1) % size(); }
 
@@ -52,6 +53,8 @@ class Collective {
   // "all_gather on group 'node' (seq 4, rank 1 of 2, world rank 3)": the prefix of every report.
   std::string describe() const;
   [[noreturn]] void fail(const std::string& what) const;
+  // The same, as a CommTimeout.
+  [[noreturn]] void fail_timeout(const std::string& what) const;
   // The timeout report of a wait that did not go through wait() (shared-memory polling): names the
   // world ranks of the group ranks `behind`.
   [[noreturn]] void fail_not_arrived(std::span<const int> behind) const;

@@ -13,9 +13,9 @@
 // Reductions are sums (fp32 accumulate for bf16). Collectives on one communicator must be issued in
 // the same order on all its ranks; they complete in issue order.
 //
-// Implementations: ThreadCommunicator (ranks as threads in one process, for unit tests),
-// MpiCommunicator (real processes), and a simulated-clock one for the cost model. All three run the
-// same algorithm code (comm/*_ring.cpp and friends) over a point-to-point Transport.
+// One implementation (stream_communicator.cpp: collectives in issue order on a progress thread) over
+// any Transport of comm/transport/: ranks as threads for unit tests, MPI processes, or a simulated
+// clock for the cost model. All run the same algorithm code (comm/*_ring.cpp and friends).
 #pragma once
 
 #include <chrono>
@@ -24,25 +24,13 @@
 #include <memory>
 #include <string>
 
+#include "comm/comm_options.hpp"
+#include "comm/flight_recorder.hpp"
 #include "comm/traffic.hpp"
-#include "comm/transport.hpp"
+#include "comm/transport/transport.hpp"
 #include "core/dtype.hpp"
 
 namespace tz {
-
-struct CommOptions {
-  double timeout_s = 300;          // a collective not done by then fails with a CommError report
-  bool debug_check_sizes = false;  // agree on counts and dtypes before each collective, report by rank
-  // Large messages are cut into chunks of this many bytes so that receiving, reducing and forwarding
-  // overlap (pipelining). Tests set it small to force the multi-chunk paths with little data.
-  std::size_t chunk_bytes = std::size_t{1} << 20;
-  // All-gathers among ranks that share a host run the direct shared-memory algorithm
-  // (all_gather_shared.cpp) instead of the ring: every block is copied once into a shared staging
-  // buffer and once out, instead of once per ring step. `shared_slot_bytes` is the staging buffer
-  // per rank (two of them, double-buffered), so a group of p ranks maps 2*p*shared_slot_bytes.
-  bool shared_memory_all_gather = true;
-  std::size_t shared_slot_bytes = std::size_t{256} << 10;
-};
 
 // Handle to a non-blocking collective. wait() blocks until done (yielding, never spinning) and throws
 // CommError on failure or timeout; the report names the op, group, sequence number and missing ranks.
@@ -70,6 +58,8 @@ class Communicator {
   virtual const std::string& label() const = 0;
   virtual const CommOptions& options() const = 0;
   virtual TrafficLedger& ledger() = 0;
+  // The flight recorder of this rank (shared by the communicators split from one world).
+  virtual const std::shared_ptr<FlightRecorder>& recorder() const = 0;
 
   virtual Work all_gather(const void* send, void* recv, std::size_t count, DType dtype) = 0;
   virtual Work reduce_scatter(const void* send, void* recv, std::size_t count, DType dtype) = 0;
@@ -91,9 +81,13 @@ class Communicator {
 
 // A Communicator over any Transport (threads, MPI, a simulated clock): it runs the collectives of
 // comm/*_ring.cpp and friends in issue order on its own progress thread. `ledger` may be shared by
-// the communicators of one process (split() shares it); a new one is made when it is null.
+// the communicators of one process (split() shares it); a new one is made when it is null. So is
+// `recorder` (a new one takes this transport's group as the world). The options are checked first
+// (validate_comm_options); with delay injection on, the transport is wrapped in a delay transport
+// (comm/transport/delay_transport.hpp).
 std::unique_ptr<Communicator> make_communicator(std::unique_ptr<Transport> transport, std::string label,
                                                 CommOptions options = {},
-                                                std::shared_ptr<TrafficLedger> ledger = nullptr);
+                                                std::shared_ptr<TrafficLedger> ledger = nullptr,
+                                                std::shared_ptr<FlightRecorder> recorder = nullptr);
 
 }  // namespace tz

@@ -20,16 +20,6 @@
 #include "core/error.hpp"
 
 namespace tz {
-namespace {
-
-std::vector<int> tiers_of(TierSet tiers, int num_tiers) {
-  std::vector<int> out;
-  for (int t = 0; t < num_tiers; ++t)
-    if (tiers & tier_bit(t)) out.push_back(t);
-  return out;
-}
-
-}  // namespace
 
 Mesh::Mesh(Topology topology, std::unique_ptr<Communicator> world)
     : topology_(std::move(topology)), world_(std::move(world)) {
@@ -52,9 +42,7 @@ Communicator& Mesh::group(TierSet tiers) {
 }
 
 Communicator& Mesh::flat_group(TierSet tiers) {
-  int active = 0;
-  for (int t : tiers_of(tiers, topology_.num_tiers())) active += topology_.tier(t).fanout > 1 ? 1 : 0;
-  if (active <= 1) return group(tiers);
+  if (active_tiers(topology_, tiers).size() <= 1) return group(tiers);
   auto it = flat_groups_.find(tiers);
   if (it != flat_groups_.end()) return *it->second;
   const int r = world_->rank();
@@ -63,75 +51,152 @@ Communicator& Mesh::flat_group(TierSet tiers) {
   return *flat_groups_.emplace(tiers, std::move(comm)).first->second;
 }
 
+void Mesh::prepare(const CollectivePlan& plan, TierSet tiers) {
+  if (plan.route == CollectiveRoute::flat) {
+    flat_group(tiers);
+    return;
+  }
+  for (const TierStep& s : plan.steps) {
+    if (s.tiers == tier_bit(s.tier))
+      tier(s.tier);
+    else
+      group(s.tiers);  // a hierarchical all-reduce's tail
+  }
+}
+
 int Mesh::shard_index(TierSet tiers) const {
   const std::vector<int> c = topology_.coords(world_->rank());
   int index = 0;
-  for (int t : tiers_of(tiers, topology_.num_tiers())) index = index * topology_.tier(t).fanout + c[t];
+  for (int t = 0; t < topology_.num_tiers(); ++t)
+    if (tiers & tier_bit(t)) index = index * topology_.tier(t).fanout + c[t];
   return index;
 }
 
-Work Mesh::all_gather(TierSet tiers, const void* send, void* recv, std::size_t count, DType dtype) {
-  return all_gather_after(Work(), tiers, send, recv, count, dtype);
+Work Mesh::all_gather(TierSet tiers, const void* send, void* recv, std::size_t count, DType dtype,
+                      CollectiveAlgo algo) {
+  return run(
+      {.kind = CollectiveKind::all_gather, .tiers = tiers, .count = count, .dtype = dtype, .algo = algo},
+      send, recv);
 }
 
-Work Mesh::reduce_scatter(TierSet tiers, const void* send, void* recv, std::size_t count, DType dtype) {
-  return reduce_scatter_after(Work(), tiers, send, recv, count, dtype);
+Work Mesh::reduce_scatter(TierSet tiers, const void* send, void* recv, std::size_t count, DType dtype,
+                          CollectiveAlgo algo) {
+  return run(
+      {.kind = CollectiveKind::reduce_scatter, .tiers = tiers, .count = count, .dtype = dtype, .algo = algo},
+      send, recv);
 }
 
-Work Mesh::all_gather_after(Work prev, TierSet tiers, const void* send, void* recv, std::size_t count,
-                            DType dtype) {
-  const std::vector<int> ts = tiers_of(tiers, topology_.num_tiers());
+Work Mesh::all_reduce(TierSet tiers, const void* send, void* recv, std::size_t count, DType dtype,
+                      CollectiveAlgo algo) {
+  return run(
+      {.kind = CollectiveKind::all_reduce, .tiers = tiers, .count = count, .dtype = dtype, .algo = algo},
+      send, recv);
+}
+
+Work Mesh::run(const CollectiveRequest& request, const void* send, void* recv) {
+  TZ_CHECK_EQ(request.quant_bits, 0);  // quantized requests run through quant/run_collective.hpp
+  return execute(plan_collective(topology_, request), request.kind, request.tiers, send, recv);
+}
+
+Work Mesh::execute(const CollectivePlan& plan, CollectiveKind kind, TierSet tiers, const void* send,
+                   void* recv) {
+  const std::size_t count = plan.wire_count;
+  const DType dtype = plan.wire_dtype;
+  switch (plan.route) {
+    case CollectiveRoute::local:
+      if (count > 0 && send != recv) std::memcpy(recv, send, count * dtype_bytes(dtype));
+      return Work();
+    case CollectiveRoute::flat: {
+      Communicator& g = flat_group(tiers);
+      switch (kind) {
+        case CollectiveKind::all_gather:
+          return g.all_gather(send, recv, count, dtype);
+        case CollectiveKind::reduce_scatter:
+          return g.reduce_scatter(send, recv, count, dtype);
+        case CollectiveKind::all_reduce:
+          return g.all_reduce(send, recv, count, dtype);
+        default:
+          break;
+      }
+      break;
+    }
+    case CollectiveRoute::hierarchical:
+      switch (kind) {
+        case CollectiveKind::all_gather:
+          return all_gather_steps(Work(), plan.steps, tiers, send, recv, count, dtype);
+        case CollectiveKind::reduce_scatter:
+          return reduce_scatter_steps(Work(), plan.steps, tiers, send, recv, count, dtype);
+        case CollectiveKind::all_reduce:
+          return all_reduce_steps(plan.steps, tiers, send, recv, count, dtype);
+        default:
+          break;
+      }
+      break;
+    case CollectiveRoute::per_tier: {
+      TZ_CHECK(kind == CollectiveKind::all_reduce, "per-tier {}", collective_name(kind));
+      Work prev;
+      const void* src = send;
+      for (const TierStep& s : plan.steps) {
+        Communicator& g = tier(s.tier);
+        g.stream_wait(prev);
+        prev = g.all_reduce(src, recv, count, dtype);
+        src = recv;
+      }
+      if (plan.steps.empty() && count > 0 && send != recv)
+        std::memcpy(recv, send, count * dtype_bytes(dtype));
+      return prev;
+    }
+    case CollectiveRoute::qgz_all_to_all:
+      break;
+  }
+  TZ_CHECK(false, "the mesh has no {} route for a {}", collective_route_name(plan.route),
+           collective_name(kind));
+  __builtin_unreachable();
+}
+
+// Steps outermost tier first (plan order): the ranks of the tier-t group hold the same region of
+// span s (the fan-outs of the tiers already done) and gather f_t of them side by side, in place.
+Work Mesh::all_gather_steps(Work prev, std::span<const TierStep> steps, TierSet tiers, const void* send,
+                            void* recv, std::size_t count, DType dtype) {
   const std::vector<int> c = topology_.coords(world_->rank());
   const std::size_t shard_bytes = count * dtype_bytes(dtype);
   auto* out = static_cast<std::byte*>(recv);
-  if (ts.empty()) {
-    if (shard_bytes > 0 && send != recv) std::memcpy(recv, send, shard_bytes);
-    return Work();
-  }
   std::size_t start = shard_index(tiers), span = 1;
   const void* src = send;
-  for (auto it = ts.rbegin(); it != ts.rend(); ++it) {
-    Communicator& g = tier(*it);
-    const std::size_t region = start - c[*it] * span;
+  for (const TierStep& s : steps) {
+    TZ_CHECK(s.kind == CollectiveKind::all_gather && s.tiers == tier_bit(s.tier), "all-gather step {}",
+             s.label);
+    Communicator& g = tier(s.tier);
+    const std::size_t region = start - c[s.tier] * span;
     g.stream_wait(prev);
     prev = g.all_gather(src, out + region * shard_bytes, span * count, dtype);
     start = region;
-    span *= topology_.tier(*it).fanout;
+    span *= topology_.tier(s.tier).fanout;
     src = out + start * shard_bytes;
   }
   return prev;
 }
 
-std::shared_ptr<std::vector<std::byte>> Mesh::scratch(std::size_t bytes) {
-  for (auto& buf : scratch_)
-    if (buf.use_count() == 1) {
-      if (buf->size() < bytes) buf->resize(bytes);
-      return buf;
-    }
-  scratch_.push_back(std::make_shared<std::vector<std::byte>>(bytes));
-  return scratch_.back();
-}
-
-Work Mesh::reduce_scatter_after(Work prev, TierSet tiers, const void* send, void* recv, std::size_t count,
-                                DType dtype) {
-  const std::vector<int> ts = tiers_of(tiers, topology_.num_tiers());
+// Steps innermost tier first (plan order): the current region of span s is cut into f_t blocks of
+// s / f_t shards; block c_t is kept, summed over the tier-t group.
+Work Mesh::reduce_scatter_steps(Work prev, std::span<const TierStep> steps, TierSet tiers, const void* send,
+                                void* recv, std::size_t count, DType dtype) {
   const std::size_t shard_bytes = count * dtype_bytes(dtype);
-  if (ts.empty()) {
-    if (shard_bytes > 0 && send != recv) std::memcpy(recv, send, shard_bytes);
-    return Work();
-  }
   std::size_t span = group_size(tiers);
   std::shared_ptr<std::vector<std::byte>> bufs[2];
   const void* src = send;
-  for (std::size_t i = 0; i < ts.size(); ++i) {
-    const bool last = i + 1 == ts.size();
-    span /= topology_.tier(ts[i]).fanout;
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    const TierStep& s = steps[i];
+    TZ_CHECK(s.kind == CollectiveKind::reduce_scatter && s.tiers == tier_bit(s.tier),
+             "reduce-scatter step {}", s.label);
+    const bool last = i + 1 == steps.size();
+    span /= topology_.tier(s.tier).fanout;
     void* dst = recv;
     if (!last) {
       bufs[i % 2] = scratch(span * shard_bytes);
       dst = bufs[i % 2]->data();
     }
-    Communicator& g = tier(ts[i]);
+    Communicator& g = tier(s.tier);
     g.stream_wait(prev);
     prev = g.reduce_scatter(src, dst, span * count, dtype);
     src = dst;
@@ -141,19 +206,28 @@ Work Mesh::reduce_scatter_after(Work prev, TierSet tiers, const void* send, void
   return prev;
 }
 
-Work Mesh::all_reduce(TierSet tiers, const void* send, void* recv, std::size_t count, DType dtype) {
+// The plan's steps: the tail all-reduce on group(S) when count % |S| != 0, the reduce-scatter steps
+// of the part that divides, then the all-gather steps (which start on the outermost tier, where the
+// reduce-scatter ended: same stream, in order).
+Work Mesh::all_reduce_steps(std::span<const TierStep> steps, TierSet tiers, const void* send, void* recv,
+                            std::size_t count, DType dtype) {
   const std::size_t g = group_size(tiers);
   const std::size_t main = count / g * g, rest = count - main;
   const std::size_t esz = dtype_bytes(dtype);
   Work prev;
-  if (rest > 0)  // the tail that does not divide the group: flat, first, and tiny (< g elements)
+  std::size_t i = 0;
+  if (rest > 0) {
+    TZ_CHECK(!steps.empty() && steps[0].kind == CollectiveKind::all_reduce, "all-reduce tail step");
     prev = group(tiers).all_reduce(static_cast<const std::byte*>(send) + main * esz,
                                    static_cast<std::byte*>(recv) + main * esz, rest, dtype);
+    i = 1;
+  }
   if (main == 0) return prev;
+  std::size_t split = i;
+  while (split < steps.size() && steps[split].kind == CollectiveKind::reduce_scatter) ++split;
   auto shard = scratch(main / g * esz);
-  prev = reduce_scatter_after(prev, tiers, send, shard->data(), main / g, dtype);
-  // The all-gather starts on the outermost tier, where the reduce-scatter ended: same stream, in order.
-  Work ag = all_gather_after(Work(), tiers, shard->data(), recv, main / g, dtype);
+  prev = reduce_scatter_steps(prev, steps.subspan(i, split - i), tiers, send, shard->data(), main / g, dtype);
+  Work ag = all_gather_steps(Work(), steps.subspan(split), tiers, shard->data(), recv, main / g, dtype);
   attach_to_work(ag, shard);
   return ag;
 }

@@ -1,6 +1,9 @@
 // A Mesh is the topology laid over a world communicator: one sub-communicator per tier (and per set
-// of tiers, on demand), and hierarchical collectives over any set of tiers composed of single-tier
-// steps (DESIGN section 4, docs/algorithms.md):
+// of tiers, on demand), and collectives over any set of tiers. Which algorithm runs (hierarchical
+// composition, one flat collective, tier by tier) is plan_collective's decision
+// (collective/collective_plan.hpp); the mesh executes the plan's steps, each one single-communicator
+// collective, so the ledger records exactly the plan's bytes. Hierarchical compositions
+// (docs/algorithms.md):
 //   all-gather:     outermost tier first, so only the small shards cross the slow links;
 //   reduce-scatter: innermost tier first, so data shrinks before it reaches the slow links;
 //   all-reduce:     reduce-scatter inner->outer, then all-gather outer->inner.
@@ -13,9 +16,12 @@
 
 #include <map>
 #include <memory>
+#include <span>
 #include <vector>
 
+#include "collective/collective_plan.hpp"
 #include "comm/communicator.hpp"
+#include "core/scratch_pool.hpp"
 #include "topology/topology.hpp"
 
 namespace tz {
@@ -39,28 +45,47 @@ class Mesh {
   // label and first-use rule as group().
   Communicator& flat_group(TierSet tiers);
 
+  // Creates now every communicator `plan` (for a collective over `tiers`) runs on. Communicators are
+  // created collectively, so a caller that issues collectives from several streams calls this for
+  // all of them first, in one order on every rank.
+  void prepare(const CollectivePlan& plan, TierSet tiers);
+
   int group_size(TierSet tiers) const { return topology_.group_size(tiers); }
   int shard_index(TierSet tiers) const;
 
-  // Hierarchical collectives over `tiers`, counts as in Communicator (count = one shard).
-  Work all_gather(TierSet tiers, const void* send, void* recv, std::size_t count, DType dtype);
-  Work reduce_scatter(TierSet tiers, const void* send, void* recv, std::size_t count, DType dtype);
-  Work all_reduce(TierSet tiers, const void* send, void* recv, std::size_t count, DType dtype);
+  // Collectives over `tiers`, counts as in Communicator (count = one shard), hierarchical unless
+  // `algo` asks for flat (which runs flat only over two or more active tiers).
+  Work all_gather(TierSet tiers, const void* send, void* recv, std::size_t count, DType dtype,
+                  CollectiveAlgo algo = CollectiveAlgo::hierarchical);
+  Work reduce_scatter(TierSet tiers, const void* send, void* recv, std::size_t count, DType dtype,
+                      CollectiveAlgo algo = CollectiveAlgo::hierarchical);
+  Work all_reduce(TierSet tiers, const void* send, void* recv, std::size_t count, DType dtype,
+                  CollectiveAlgo algo = CollectiveAlgo::hierarchical);
+  // An unquantized request: plan_collective picks the algorithm, execute runs it.
+  Work run(const CollectiveRequest& request, const void* send, void* recv);
+  // Runs the route of `plan` (from plan_collective for a `kind` over `tiers`) on buffers of
+  // plan.wire_count elements of plan.wire_dtype per rank. The quantized collectives run their codes
+  // through it (quant/run_collective.hpp). Not for the qgz_all_to_all route (quant runs its steps).
+  Work execute(const CollectivePlan& plan, CollectiveKind kind, TierSet tiers, const void* send, void* recv);
 
  private:
-  // The compositions, whose first step waits for `prev` (stream_wait).
-  Work all_gather_after(Work prev, TierSet tiers, const void* send, void* recv, std::size_t count,
-                        DType dtype);
-  Work reduce_scatter_after(Work prev, TierSet tiers, const void* send, void* recv, std::size_t count,
-                            DType dtype);
-  // A pooled buffer of at least `bytes`, free again once every Work it was attached to is gone.
-  std::shared_ptr<std::vector<std::byte>> scratch(std::size_t bytes);
+  // The hierarchical compositions of `steps` (the plan's, in order), whose first step waits for
+  // `prev` (stream_wait).
+  Work all_gather_steps(Work prev, std::span<const TierStep> steps, TierSet tiers, const void* send,
+                        void* recv, std::size_t count, DType dtype);
+  Work reduce_scatter_steps(Work prev, std::span<const TierStep> steps, TierSet tiers, const void* send,
+                            void* recv, std::size_t count, DType dtype);
+  Work all_reduce_steps(std::span<const TierStep> steps, TierSet tiers, const void* send, void* recv,
+                        std::size_t count, DType dtype);
+  // A pooled buffer of at least `bytes`, free again once every Work it was attached to is gone (the
+  // pool's lock orders the last use by a progress thread before the next hand-out).
+  ScratchBuffer scratch(std::size_t bytes) { return scratch_.get(bytes); }
 
   Topology topology_;
   std::unique_ptr<Communicator> world_;
   std::map<TierSet, std::unique_ptr<Communicator>> groups_;
   std::map<TierSet, std::unique_ptr<Communicator>> flat_groups_;
-  std::vector<std::shared_ptr<std::vector<std::byte>>> scratch_;
+  ScratchPool scratch_;
 };
 
 }  // namespace tz

@@ -1,21 +1,41 @@
 // Shared-memory segment of one group (shared_arena.hpp). Set-up is one small collective: group rank 0
-// creates a POSIX shm object (O_EXCL, a unique name, space reserved with posix_fallocate so a full
-// /dev/shm fails here and not later with SIGBUS), writes a random token and sends name and token to
-// every rank; each rank maps it and checks the token; an all-gather of the outcomes decides for all,
-// and rank 0 then unlinks the name (the mappings stay valid; nothing is left behind in /dev/shm).
+// creates a POSIX shm object (O_EXCL, a name holding its pid, space reserved with posix_fallocate so a
+// full /dev/shm fails here and not later with SIGBUS), writes a random token and sends name and token
+// to every rank; each rank maps it, checks the token and counts itself in the segment header; an
+// all-gather of the outcomes decides for all.
+//
+// The name lives in /dev/shm only while some rank may still need to open it: the rank whose count
+// completes the group unlinks it at once (before the all-gather, so a rank stalled or killed in
+// the all-gather leaves nothing); a throw on any rank that knows the name (a timeout, an aborted
+// world) unlinks it on the way out; group rank 0 unlinks it after the all-gather when some rank
+// could not map it; a termination signal in that window (mpirun's SIGTERM to the other ranks when
+// one fails) unlinks it in a handler. Only a process killed with SIGKILL between creating and the
+// last mapping can leave it, and the next tierzero process on the host sweeps it (its pid is dead)
+// when it starts.
 #include "comm/shared_arena.hpp"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <linux/futex.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <bit>
+#include <cerrno>
 #include <chrono>
+#include <climits>
+#include <csignal>
+#include <cstdio>
 #include <cstring>
+#include <iterator>
+#include <mutex>
 #include <random>
-#include <thread>
+#include <utility>
 #include <vector>
 
 #include "comm/algorithms.hpp"
@@ -24,9 +44,10 @@
 namespace tz {
 namespace {
 
-constexpr std::size_t kSegmentHeader = 64;
-constexpr std::size_t kRankHeader = 128;  // two counters, one cache line each
-constexpr int kSetupTag = 1;              // tag 0 is the ring's
+constexpr std::size_t kSegmentHeader = 64;  // token at 0, mapped-rank count at 8
+constexpr std::size_t kRankHeader = 128;    // two counters and their sleeper counts, a cache line each
+constexpr int kSetupTag = 1;                // tag 0 is the algorithms'
+constexpr std::string_view kPrefix = "tierzero-";
 
 struct SetupMessage {
   char name[64] = {};
@@ -35,14 +56,154 @@ struct SetupMessage {
   std::uint64_t ok = 0;
 };
 
+// Waiting (shared_arena.hpp): poll for kSpinAlone when the group has a core per rank (the peer is
+// probably running and publishes within about a piece's copy time; a futex wake-up costs more than
+// that), for kSpinCrowded when it outnumbers the cores (the peer probably needs this core); then
+// sleep in slices of kSleepSliceNs.
+constexpr auto kSpinAlone = std::chrono::microseconds(200);
+constexpr auto kSpinCrowded = std::chrono::microseconds(5);
+constexpr long kSleepSliceNs = 5'000'000;
+
+static_assert(std::endian::native == std::endian::little, "futex words are the counters' low halves");
+
+// The 32-bit futex word of a 64-bit counter: its low half, which changes with every publication.
+std::uint32_t* low_word(std::uint64_t* counter) {
+  return reinterpret_cast<std::uint32_t*>(counter);
+}
+
+// Shared (not FUTEX_PRIVATE) operations: the words live in memory mapped by several processes.
+long futex(std::uint32_t* word, int op, std::uint32_t value, const timespec* timeout) {
+  return syscall(SYS_futex, word, op, value, timeout, nullptr, 0);
+}
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
 std::size_t rank_stride(std::size_t slot_bytes) {
   return kRankHeader + 2 * slot_bytes;
 }
 
-// Maps `bytes` of the shm object `name`; null on any failure (the caller decides with its peers).
-std::byte* map_segment(const char* name, std::size_t bytes, bool create) {
+// A mapping that is undone unless released (every throw between mmap and the arena's constructor).
+struct Mapping {
+  std::byte* base = nullptr;
+  std::size_t bytes = 0;
+  Mapping() = default;
+  Mapping(const Mapping&) = delete;
+  Mapping& operator=(const Mapping&) = delete;
+  ~Mapping() { reset(); }
+  void reset() {
+    if (base != nullptr) munmap(base, bytes);
+    base = nullptr;
+  }
+  std::byte* release() { return std::exchange(base, nullptr); }
+  std::atomic_ref<std::uint64_t> mapped_ranks() const {
+    return std::atomic_ref(*reinterpret_cast<std::uint64_t*>(base + 8));
+  }
+};
+
+// Names this process has armed (created or opened) and not yet unlinked, so that a termination
+// signal in the set-up window unlinks them too: when one rank of an MPI job fails, mpirun sends
+// SIGTERM to the others, and one of them may be waiting in set-up with the name still linked.
+// Lock-free slots, since the handler may run at any point: 0 free, 1 being filled, 2 armed.
+constexpr int kPendingSlots = 32;
+struct PendingName {
+  std::atomic<int> state{0};
+  char path[96] = {};  // "/dev/shm/tierzero-..."; unlink(2) is async-signal-safe, shm_unlink is not listed
+};
+PendingName g_pending[kPendingSlots];
+constexpr int kTermSignals[] = {SIGTERM, SIGINT, SIGHUP};
+struct sigaction g_previous[std::size(kTermSignals)];
+
+void unlink_pending_on_signal(int sig, siginfo_t* info, void* context) {
+  for (PendingName& pending : g_pending)
+    if (pending.state.load(std::memory_order_acquire) == 2) ::unlink(pending.path);
+  for (std::size_t i = 0; i < std::size(kTermSignals); ++i) {
+    if (kTermSignals[i] != sig) continue;
+    const struct sigaction& prev = g_previous[i];
+    if (prev.sa_flags & SA_SIGINFO) {
+      if (prev.sa_sigaction != nullptr) prev.sa_sigaction(sig, info, context);
+    } else if (prev.sa_handler == SIG_DFL) {
+      // Terminate as the signal would have: default action, delivered when this handler returns.
+      sigaction(sig, &prev, nullptr);
+      raise(sig);
+    } else if (prev.sa_handler != SIG_IGN) {
+      prev.sa_handler(sig);
+    }
+  }
+}
+
+// Installed once, before the first name is armed; chains to the handlers that were there.
+void install_unlink_on_signal() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    for (std::size_t i = 0; i < std::size(kTermSignals); ++i) {
+      struct sigaction prev {};
+      if (sigaction(kTermSignals[i], nullptr, &prev) != 0) continue;
+      if (!(prev.sa_flags & SA_SIGINFO) && prev.sa_handler == SIG_IGN) continue;  // ignored: keep it so
+      g_previous[i] = prev;
+      struct sigaction ours {};
+      ours.sa_sigaction = unlink_pending_on_signal;
+      ours.sa_flags = SA_SIGINFO | SA_RESTART;
+      sigemptyset(&ours.sa_mask);
+      sigaction(kTermSignals[i], &ours, nullptr);
+    }
+  });
+}
+
+// Unlinks the name when it goes out of scope, unless done() said it is already gone (or was never
+// created), and while armed, on a termination signal. Unlinking twice is harmless: the name holds
+// the creator's pid, a serial and a random token, so no other segment has it.
+class NameGuard {
+ public:
+  NameGuard() = default;
+  NameGuard(const NameGuard&) = delete;
+  NameGuard& operator=(const NameGuard&) = delete;
+  ~NameGuard() { unlink(); }
+  void arm(const char* name) {
+    unlink();
+    name_ = name;
+    if (name_.empty()) return;
+    install_unlink_on_signal();
+    for (int i = 0; i < kPendingSlots; ++i) {
+      int expected = 0;
+      if (!g_pending[i].state.compare_exchange_strong(expected, 1, std::memory_order_acquire)) continue;
+      fmt::format_to_n(g_pending[i].path, sizeof(g_pending[i].path) - 1, "/dev/shm{}", name_);
+      g_pending[i].state.store(2, std::memory_order_release);
+      slot_ = i;
+      break;
+    }  // all slots taken (32 set-ups at once): this one is covered by the paths above only
+  }
+  // Forgets the name without unlinking it (another rank unlinks it).
+  void disarm() {
+    release_slot();
+    name_.clear();
+  }
+  void unlink() {
+    if (!name_.empty()) shm_unlink(name_.c_str());
+    disarm();
+  }
+
+ private:
+  void release_slot() {
+    if (slot_ < 0) return;
+    g_pending[slot_].state.store(1, std::memory_order_release);  // the handler skips it from here
+    std::memset(g_pending[slot_].path, 0, sizeof(g_pending[slot_].path));
+    g_pending[slot_].state.store(0, std::memory_order_release);
+    slot_ = -1;
+  }
+
+  std::string name_;
+  int slot_ = -1;
+};
+
+// Maps `bytes` of the shm object `name`; leaves `m` empty on any failure (the caller decides with
+// its peers).
+void map_segment(Mapping& m, const char* name, std::size_t bytes, bool create) {
   const int fd = create ? shm_open(name, O_CREAT | O_EXCL | O_RDWR, 0600) : shm_open(name, O_RDWR, 0);
-  if (fd < 0) return nullptr;
+  if (fd < 0) return;
   bool sized = false;
   if (create) {
     sized = posix_fallocate(fd, 0, static_cast<off_t>(bytes)) == 0;
@@ -54,9 +215,10 @@ std::byte* map_segment(const char* name, std::size_t bytes, bool create) {
   close(fd);
   if (p == MAP_FAILED) {
     if (create) shm_unlink(name);
-    return nullptr;
+    return;
   }
-  return static_cast<std::byte*>(p);
+  m.base = static_cast<std::byte*>(p);
+  m.bytes = bytes;
 }
 
 std::uint64_t random_token() {
@@ -65,25 +227,67 @@ std::uint64_t random_token() {
   return ((std::uint64_t{rd()} << 32) ^ rd() ^ now) | 1;  // never 0, which a fresh segment holds
 }
 
+// Counts this rank in the segment; the rank that completes the group unlinks the name.
+void count_mapped(Mapping& m, NameGuard& name, int p) {
+  if (m.mapped_ranks().fetch_add(1, std::memory_order_acq_rel) + 1 == static_cast<std::uint64_t>(p))
+    name.unlink();
+}
+
 }  // namespace
 
+std::vector<std::string> sweep_stale_shared_segments() {
+  std::vector<std::string> removed;
+  DIR* dir = opendir("/dev/shm");
+  if (dir == nullptr) return removed;
+  while (const dirent* e = readdir(dir)) {
+    const std::string_view name = e->d_name;
+    if (!name.starts_with(kPrefix)) continue;
+    const std::string_view rest = name.substr(kPrefix.size());
+    const std::size_t dash = rest.find('-');
+    if (dash == 0 || dash == std::string_view::npos || dash > 9) continue;
+    pid_t pid = 0;
+    bool digits = true;
+    for (char ch : rest.substr(0, dash)) {
+      digits = digits && ch >= '0' && ch <= '9';
+      pid = pid * 10 + (ch - '0');
+    }
+    if (!digits || pid <= 0) continue;
+    if (kill(pid, 0) == 0 || errno != ESRCH) continue;  // alive, or not ours to judge (EPERM)
+    const std::string path = "/" + std::string(name);
+    if (shm_unlink(path.c_str()) == 0) removed.emplace_back(name);
+  }
+  closedir(dir);
+  return removed;
+}
+
+void sweep_stale_shared_segments_once() {
+  static std::once_flag swept;
+  std::call_once(swept, [] { sweep_stale_shared_segments(); });
+}
+
 std::unique_ptr<SharedArena> SharedArena::open(Collective& c, std::size_t slot_bytes) {
+  sweep_stale_shared_segments_once();
+
   const int p = c.size(), r = c.rank();
-  slot_bytes = (std::max<std::size_t>(slot_bytes, 64) + 63) / 64 * 64;
+  slot_bytes = std::max<std::size_t>({slot_bytes, 64, 8 * static_cast<std::size_t>(p)});
+  slot_bytes = (slot_bytes + 63) / 64 * 64;
   const std::size_t total = kSegmentHeader + p * rank_stride(slot_bytes);
   SetupMessage msg;
-  std::byte* base = nullptr;
+  Mapping m;
+  NameGuard name;  // unlinks on every exit from here on, thrown or not, unless already unlinked
   if (r == 0) {
     static std::atomic<unsigned> serial{0};
     const std::uint64_t token = random_token();
-    fmt::format_to_n(msg.name, sizeof(msg.name) - 1, "/tierzero-{}-{}-{:08x}", getpid(), serial++,
+    fmt::format_to_n(msg.name, sizeof(msg.name) - 1, "/{}{}-{}-{:08x}", kPrefix, getpid(), serial++,
                      static_cast<std::uint32_t>(token));
-    base = map_segment(msg.name, total, true);
-    if (base != nullptr) {
-      std::memcpy(base, &token, sizeof(token));
+    map_segment(m, msg.name, total, true);
+    if (m.base != nullptr) {
+      name.arm(msg.name);
+      std::memcpy(m.base, &token, sizeof(token));
       msg.token = token;
       msg.bytes = total;
       msg.ok = 1;
+      count_mapped(m, name, p);
     }
     std::vector<Request> sends;
     for (int q = 1; q < p; ++q) sends.push_back(c.send(&msg, sizeof(msg), q, kSetupTag));
@@ -93,29 +297,32 @@ std::unique_ptr<SharedArena> SharedArena::open(Collective& c, std::size_t slot_b
     c.wait(req);
     if (msg.ok && msg.bytes == total) {
       msg.name[sizeof(msg.name) - 1] = '\0';
-      base = map_segment(msg.name, total, false);
+      map_segment(m, msg.name, total, false);
       std::uint64_t token = 0;
-      if (base != nullptr) std::memcpy(&token, base, sizeof(token));
-      if (base != nullptr && token != msg.token) {  // another host's object of the same name
-        munmap(base, total);
-        base = nullptr;
+      if (m.base != nullptr) std::memcpy(&token, m.base, sizeof(token));
+      if (m.base != nullptr && token != msg.token) m.reset();  // another host's object: not ours to unlink
+      if (m.base != nullptr) {
+        name.arm(msg.name);
+        count_mapped(m, name, p);
       }
     }
   }
-  const std::byte mine{base != nullptr};
+  const std::byte mine{m.base != nullptr};
   std::vector<std::byte> all(p);
   all_gather_ring(c, &mine, all.data(), uniform_block_offsets(1, p));
-  if (r == 0 && base != nullptr) shm_unlink(msg.name);  // every rank that could map it has
+  if (r != 0) name.disarm();  // rank 0 unlinks below (if a rank could not map, nobody counted it)
+  name.unlink();
   const bool everyone = std::all_of(all.begin(), all.end(), [](std::byte b) { return b != std::byte{0}; });
-  if (!everyone) {
-    if (base != nullptr) munmap(base, total);
-    return nullptr;
-  }
-  return std::unique_ptr<SharedArena>(new SharedArena(base, total, p, slot_bytes));
+  if (!everyone) return nullptr;
+  return std::unique_ptr<SharedArena>(new SharedArena(m.release(), total, p, r, slot_bytes));
 }
 
-SharedArena::SharedArena(std::byte* base, std::size_t mapped_bytes, int ranks, std::size_t slot_bytes)
-    : base_(base), mapped_bytes_(mapped_bytes), ranks_(ranks), slot_bytes_(slot_bytes) {}
+SharedArena::SharedArena(std::byte* base, std::size_t mapped_bytes, int ranks, int rank,
+                         std::size_t slot_bytes)
+    : base_(base), mapped_bytes_(mapped_bytes), ranks_(ranks), rank_(rank), slot_bytes_(slot_bytes) {
+  const long cpus = sysconf(_SC_NPROCESSORS_ONLN);  // not the affinity mask: mpirun pins small jobs
+  spin_ = cpus > 0 && ranks <= cpus ? kSpinAlone : kSpinCrowded;
+}
 
 SharedArena::~SharedArena() {
   munmap(base_, mapped_bytes_);
@@ -125,44 +332,86 @@ std::byte* SharedArena::rank_base(int rank) const {
   return base_ + kSegmentHeader + static_cast<std::size_t>(rank) * rank_stride(slot_bytes_);
 }
 
-std::uint64_t& SharedArena::counter(int rank, int which) const {
-  return *reinterpret_cast<std::uint64_t*>(rank_base(rank) + 64 * which);
+std::uint64_t* SharedArena::counter(int rank, Counter which) const {
+  return reinterpret_cast<std::uint64_t*>(rank_base(rank) + 64 * static_cast<int>(which));
+}
+
+std::uint32_t* SharedArena::sleepers(int rank, Counter which) const {
+  return reinterpret_cast<std::uint32_t*>(rank_base(rank) + 64 * static_cast<int>(which) + 8);
 }
 
 std::byte* SharedArena::buffer(int rank, std::uint64_t round) const {
   return rank_base(rank) + kRankHeader + (round % 2) * slot_bytes_;
 }
 
-void SharedArena::wait_peers(Collective& c, bool written_counter, std::uint64_t round) const {
-  Backoff backoff;
-  std::vector<int> behind;
+bool SharedArena::reached(int rank, Counter which, std::uint64_t round) const {
+  return std::atomic_ref(*counter(rank, which)).load(std::memory_order_acquire) >= round;
+}
+
+void SharedArena::publish(Collective& c, Counter which, std::uint64_t round) const {
+  c.transport().inject_delay();
+  // seq_cst store, then seq_cst load of the sleeper count: a sleeper that registered before this
+  // load is woken; one registering after it sees the new value before it sleeps (sleep_until).
+  std::atomic_ref(*counter(rank_, which)).store(round, std::memory_order_seq_cst);
+  if (std::atomic_ref(*sleepers(rank_, which)).load(std::memory_order_seq_cst) > 0)
+    futex(low_word(counter(rank_, which)), FUTEX_WAKE, INT_MAX, nullptr);
+}
+
+bool SharedArena::sleep_until(Collective& c, int rank, Counter which, std::uint64_t round) const {
+  std::atomic_ref value(*counter(rank, which));
+  std::atomic_ref count(*sleepers(rank, which));
   for (;;) {
-    behind.clear();
-    for (int q = 0; q < ranks_; ++q) {
-      if (q == c.rank()) continue;
-      const std::uint64_t v = (written_counter ? written(q) : read(q)).load(std::memory_order_acquire);
-      if (v < round) behind.push_back(q);
+    count.fetch_add(1, std::memory_order_seq_cst);
+    const std::uint64_t seen = value.load(std::memory_order_seq_cst);
+    if (seen < round) {
+      // Returns at a wake-up, when the counter's low word already differs from `seen`, or after the
+      // slice; each case rechecks below.
+      const timespec slice{0, kSleepSliceNs};
+      futex(low_word(counter(rank, which)), FUTEX_WAIT, static_cast<std::uint32_t>(seen), &slice);
     }
-    if (behind.empty()) return;
-    if (backoff.yielding()) {
-      c.transport().check_aborted();
-      if (Clock::now() >= c.deadline()) c.fail_not_arrived(behind);
-    }
-    backoff.pause();
+    count.fetch_sub(1, std::memory_order_seq_cst);
+    if (value.load(std::memory_order_acquire) >= round) return true;
+    c.transport().check_aborted();
+    if (Clock::now() >= c.deadline()) return false;
   }
 }
 
-void Backoff::pause() {
-  if (polls_ < kSpinPolls) {
-    ++polls_;
-    return;
+bool SharedArena::try_wait(Collective& c, int rank, Counter which, std::uint64_t round) const {
+  // Under delay injection, a pause between seeing the counter and using the memory behind it, where
+  // a missing wait of another rank would show.
+  if (reached(rank, which, round)) return c.transport().inject_delay(), true;
+  const auto spin_until = Clock::now() + spin_;
+  for (int polls = 1;; ++polls) {
+    if (reached(rank, which, round)) return c.transport().inject_delay(), true;
+    if (polls % 16 == 0 && Clock::now() >= spin_until) break;
+    cpu_relax();
   }
-  if (std::chrono::steady_clock::now() - since_ < std::chrono::milliseconds(10)) {
-    std::this_thread::yield();
-    return;
-  }
-  std::this_thread::sleep_for(std::chrono::microseconds(nap_us_));
-  nap_us_ = std::min(nap_us_ * 2, 1000);
+  if (!sleep_until(c, rank, which, round)) return false;
+  c.transport().inject_delay();
+  return true;
+}
+
+void SharedArena::wait(Collective& c, int rank, Counter which, std::uint64_t round) const {
+  if (!try_wait(c, rank, which, round)) fail_behind(c, std::span<const int>(&rank, 1), which, round);
+}
+
+void SharedArena::wait_peers(Collective& c, Counter which, std::uint64_t round) const {
+  for (int q = 0; q < ranks_; ++q)
+    if (q != rank_ && !try_wait(c, q, which, round)) {
+      std::vector<int> others;
+      for (int o = 0; o < ranks_; ++o)
+        if (o != rank_) others.push_back(o);
+      fail_behind(c, others, which, round);
+    }
+}
+
+void SharedArena::fail_behind(Collective& c, std::span<const int> ranks, Counter which,
+                              std::uint64_t round) const {
+  std::vector<int> behind;
+  for (int q : ranks)
+    if (!reached(q, which, round)) behind.push_back(q);
+  if (behind.empty()) behind.assign(ranks.begin(), ranks.end());  // arrived right at the deadline
+  c.fail_not_arrived(behind);
 }
 
 }  // namespace tz

@@ -1,20 +1,45 @@
 // A memory segment mapped by every rank of one group on one host (POSIX shared memory), for the
-// shared-memory all-gather (all_gather_shared.cpp). Layout: a 64-byte segment header (a random token
-// that proves every rank mapped the same memory), then per rank a 128-byte header holding two 64-bit
-// counters on their own cache lines, `written` (the last round whose data this rank has put in its
-// staging buffer) and `read` (the last round whose peers' data this rank has copied out), then two
-// staging buffers of slot_bytes (round g uses buffer g % 2).
+// shared-memory collectives (all_gather_shared.cpp, all_to_all_shared.cpp, broadcast_shared.cpp,
+// reduce_scatter_shared.cpp). Layout: a 64-byte segment header (a random token that proves every
+// rank mapped the same memory, and the count of ranks that have mapped it), then per rank a 128-byte
+// header holding two 64-bit counters on their own cache lines, `written` (the last round whose data
+// this rank has put in its staging buffers) and `read` (the last round whose peers' data this rank
+// has copied out), each beside a count of the ranks sleeping on it, then two staging buffers of
+// slot_bytes (round g uses buffer g % 2).
 //
 // Rounds are numbered from 1 on each arena and advance identically on every rank, because all ranks
-// run the same collectives in the same order. A rank may overwrite its buffer for round g only once
-// every rank's `read` has reached g - 2 (the last round that used the same buffer).
+// run the same collectives in the same order and every collective derives its number of rounds from
+// values all ranks share. The rules that make reuse safe, for every algorithm:
+//  1. a rank writes staging buffers of parity g % 2 (its own, or others' when they write nothing in
+//     that round, as the broadcast's root does) for round g only once every rank's `read` has
+//     reached g - 2, the last round that used buffers of that parity;
+//  2. a rank that wrote in round g publishes `written` = g after writing;
+//  3. a rank reads round-g data only after the writer's `written` reached g, and publishes
+//     `read` = g only after it has seen `written` = g of every rank that wrote in round g and has
+//     finished reading.
+// So every write and read of round g - 2 happens before any write of round g to the same memory.
+//
+// Waiting: a rank polls a counter for a while (200 us when the group has a core per rank, since a
+// peer running on another core publishes soon; 5 us when the ranks outnumber the cores), then
+// sleeps on it with a futex, which the publishing rank wakes only when someone sleeps there. An
+// oversubscribed rank thus gives its core to the peers it waits for instead of spinning or yielding in a
+// loop. Sleeps are cut into short slices so that an aborted group or the deadline ends the wait (with a
+// report naming the ranks that are behind).
+//
+// Nothing is left in /dev/shm: the name is unlinked by the last rank to map it, by every rank that
+// knows it on any error during set-up or on a termination signal, and otherwise by group rank 0
+// after the set-up all-gather. A process killed with SIGKILL during set-up can still leave its
+// segment behind; every tierzero process sweeps
+// segments whose creating process is gone once, when its MPI world starts or before its first arena
+// (sweep_stale_shared_segments).
 #pragma once
 
-#include <atomic>
-#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <span>
+#include <string>
+#include <vector>
 
 #include "comm/collective.hpp"
 
@@ -22,51 +47,95 @@ namespace tz {
 
 class SharedArena {
  public:
+  enum class Counter { written = 0, read = 1 };
+
   // Collective over c's group (every rank calls it at the same point): group rank 0 creates the
   // segment, the others map it and check the token. Returns null on every rank when any rank could
   // not (ranks on different hosts, /dev/shm full or missing), so the caller falls back together.
+  // slot_bytes is rounded up to a multiple of 64 and to at least 64 and 8 bytes per rank, so that
+  // algorithms cutting a slot into one piece per rank get at least one element per piece.
   static std::unique_ptr<SharedArena> open(Collective& c, std::size_t slot_bytes);
 
   SharedArena(const SharedArena&) = delete;
   SharedArena& operator=(const SharedArena&) = delete;
   ~SharedArena();
 
+  int ranks() const { return ranks_; }
   std::size_t slot_bytes() const { return slot_bytes_; }
   std::uint64_t next_round() { return ++round_; }
   std::byte* buffer(int rank, std::uint64_t round) const;
-  std::atomic_ref<std::uint64_t> written(int rank) const { return std::atomic_ref(counter(rank, 0)); }
-  std::atomic_ref<std::uint64_t> read(int rank) const { return std::atomic_ref(counter(rank, 1)); }
 
-  // Waits until every other rank's counter (`written` or `read`) reaches `round`, backing off from
-  // polling to yielding to sleeping (oversubscribed ranks must not spin, MACHINE.md). Past c's deadline
-  // it fails the collective naming the ranks that are behind; an aborted group throws at once.
-  void wait_peers(Collective& c, bool written_counter, std::uint64_t round) const;
+  // True once `rank`'s counter has reached `round` (no waiting).
+  bool reached(int rank, Counter which, std::uint64_t round) const;
+  // Waits until `rank`'s counter reaches `round`; past c's deadline it fails the collective naming
+  // `rank`; an aborted group throws at once.
+  void wait(Collective& c, int rank, Counter which, std::uint64_t round) const;
+  // The same, but returns false at the deadline (the caller names whom it waited for).
+  bool try_wait(Collective& c, int rank, Counter which, std::uint64_t round) const;
+  // The same for every rank but this one (the report names all that are behind).
+  void wait_peers(Collective& c, Counter which, std::uint64_t round) const;
+  // Before writing staging buffers for round g: every rank has read round g - 2 (rule 1).
+  void wait_buffers_free(Collective& c, std::uint64_t round) const {
+    if (round > 2) wait_peers(c, Counter::read, round - 2);
+  }
+  // Sets this rank's counter to `round` (release) and wakes the ranks sleeping on it. Under delay
+  // injection (delay_transport.hpp) it pauses first, and every wait pauses once it has seen the
+  // counter it waited for, before the caller reads what it guards.
+  void publish(Collective& c, Counter which, std::uint64_t round) const;
+
+  // Calls copy(q) once for every rank q != this rank, each once q has published `written` = round,
+  // ready ones first (the data-movement loop of the all-gather and all-to-all).
+  template <typename Copy>
+  void drain(Collective& c, std::uint64_t round, Copy copy);
 
  private:
-  SharedArena(std::byte* base, std::size_t mapped_bytes, int ranks, std::size_t slot_bytes);
-  std::uint64_t& counter(int rank, int which) const;
+  SharedArena(std::byte* base, std::size_t mapped_bytes, int ranks, int rank, std::size_t slot_bytes);
+  std::uint64_t* counter(int rank, Counter which) const;
+  std::uint32_t* sleepers(int rank, Counter which) const;
   std::byte* rank_base(int rank) const;
+  // Sleeps (futex) until `rank`'s counter reaches round; false when the deadline passed first.
+  bool sleep_until(Collective& c, int rank, Counter which, std::uint64_t round) const;
+  // Fails the collective naming those of `ranks` whose counter has not reached `round`.
+  [[noreturn]] void fail_behind(Collective& c, std::span<const int> ranks, Counter which,
+                                std::uint64_t round) const;
 
   std::byte* base_;
   std::size_t mapped_bytes_;
   int ranks_;
+  int rank_;
   std::size_t slot_bytes_;
   std::uint64_t round_ = 0;
+  Clock::duration spin_{};    // how long a wait polls before it sleeps
+  std::vector<int> pending_;  // drain's scratch, kept to avoid an allocation per round
 };
 
-// Polls a condition with back-off: back-to-back polls first, then sched_yield, then sleeps doubling
-// up to a millisecond. progress() restarts it (the peer is active again).
-class Backoff {
- public:
-  void pause();
-  void progress() { polls_ = 0, since_ = std::chrono::steady_clock::now(), nap_us_ = 50; }
-  bool yielding() const { return polls_ >= kSpinPolls; }
+// Unlinks /dev/shm/tierzero-<pid>-* objects whose creating process no longer exists (kill(pid, 0)
+// says ESRCH); returns their names. Objects of live processes and of other programs are kept.
+std::vector<std::string> sweep_stale_shared_segments();
+// The same, at most once per process: at start-up (make_mpi_world) and before the first arena.
+void sweep_stale_shared_segments_once();
 
- private:
-  static constexpr int kSpinPolls = 64;
-  int polls_ = 0;
-  std::chrono::steady_clock::time_point since_ = std::chrono::steady_clock::now();
-  int nap_us_ = 50;
-};
+template <typename Copy>
+void SharedArena::drain(Collective& c, std::uint64_t round, Copy copy) {
+  pending_.clear();
+  for (int q = 0; q < ranks_; ++q)
+    if (q != rank_) pending_.push_back(q);
+  while (!pending_.empty()) {
+    bool copied = false;
+    for (auto it = pending_.begin(); it != pending_.end();) {
+      if (!reached(*it, Counter::written, round)) {
+        ++it;
+        continue;
+      }
+      c.transport().inject_delay();  // between seeing the counter and reading (delay injection)
+      copy(*it);
+      it = pending_.erase(it);
+      copied = true;
+    }
+    // Nothing was ready: wait for the first one still missing (all are needed anyway).
+    if (!copied && !pending_.empty() && !try_wait(c, pending_.front(), Counter::written, round))
+      fail_behind(c, pending_, Counter::written, round);
+  }
+}
 
 }  // namespace tz

@@ -3,7 +3,7 @@
 // naming the ranks that never arrived) before it enters anything that has no deadline of its own.
 #include <fmt/format.h>
 
-#include "comm/transport.hpp"
+#include "comm/transport/transport.hpp"
 #include "core/error.hpp"
 
 namespace tz {
@@ -23,7 +23,7 @@ std::vector<std::array<int, 2>> exchange_split_keys(Transport& t, int color, int
     for (const Request& r : reqs)
       if (r.pending() && !r.is_send) missing.push_back(t.world_rank(r.peer));
     t.cancel(reqs);
-    throw CommError(
+    throw CommTimeout(
         fmt::format("split timed out; not arrived: world rank(s) {{{}}}", fmt::join(missing, ",")));
   }
   return all;

@@ -3,26 +3,31 @@
 
 namespace tz {
 
-Stream::Stream() : thread_([this] { progress_loop(); }) {}
+Stream::Stream(StreamProgress progress) {
+  if (progress == StreamProgress::own_thread) thread_ = std::thread([this] { progress_loop(); });
+}
 
 Stream::~Stream() {
   shutdown();
 }
 
-void Stream::enqueue(std::function<void()> task) {
+std::uint64_t Stream::enqueue(std::function<void()> task) {
+  std::uint64_t ticket = 0;
   {
     std::lock_guard lock(mu_);
-    queue_.push_back(std::move(task));
+    ticket = ++last_ticket_;
+    queue_.push_back(Task{ticket, std::move(task)});
   }
   cv_.notify_all();
+  return ticket;
 }
 
-bool Stream::try_run_one() {
+bool Stream::try_run_one(std::uint64_t up_to) {
   std::function<void()> task;
   {
     std::lock_guard lock(mu_);
-    if (running_ || queue_.empty()) return false;
-    task = std::move(queue_.front());
+    if (running_ || queue_.empty() || queue_.front().ticket > up_to) return false;
+    task = std::move(queue_.front().run);
     queue_.pop_front();
     running_ = true;
   }
@@ -43,6 +48,8 @@ void Stream::shutdown() {
   }
   cv_.notify_all();
   if (thread_.joinable()) thread_.join();
+  while (try_run_one(~std::uint64_t{0})) {
+  }  // callers_only: what is still queued
 }
 
 void Stream::progress_loop() {
@@ -50,7 +57,7 @@ void Stream::progress_loop() {
   for (;;) {
     cv_.wait(lock, [&] { return (stop_ && !running_) || (!queue_.empty() && !running_); });
     if (queue_.empty()) return;  // stopping, and nothing is left
-    std::function<void()> task = std::move(queue_.front());
+    std::function<void()> task = std::move(queue_.front().run);
     queue_.pop_front();
     running_ = true;
     lock.unlock();

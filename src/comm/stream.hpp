@@ -1,11 +1,14 @@
-// An in-order queue of collectives (comm-internal), like a NCCL/CUDA stream. Tasks run one at a
-// time, in issue order, either on the stream's own progress thread or on a thread that waits for one
-// of its Works ("wait helps"): a caller that issues a collective and waits for it at once runs it
-// itself, saving two thread hand-offs (each one can cost a scheduler time slice when ranks are
-// oversubscribed), while a caller that goes on computing leaves it to the progress thread.
+// An in-order queue of tasks (comm-internal), like a NCCL/CUDA stream. Tasks run one at a time, in
+// issue order, on the stream's own progress thread. try_run_one lets a thread that waits for one
+// task run the queue's next task itself (a caller that waits at once saves two thread hand-offs),
+// but never a task enqueued after the one it waits for: each task has a ticket, and the waiter
+// passes its own. Running a later task would hold the waiter hostage to that task's dependencies,
+// which may sit behind the waiter on its own stream (a communicator's progress thread in a
+// stream_wait that ran a dequantization waiting for a gather queued behind that stream_wait).
 #pragma once
 
 #include <condition_variable>
+#include <cstdint>
 #include <deque>
 #include <functional>
 #include <mutex>
@@ -13,17 +16,24 @@
 
 namespace tz {
 
+// Who runs the tasks: the stream's own progress thread (always, in the library), or only callers of
+// try_run_one and shutdown (tests, which then decide every interleaving).
+enum class StreamProgress { own_thread, callers_only };
+
 class Stream {
  public:
-  Stream();
+  explicit Stream(StreamProgress progress = StreamProgress::own_thread);
   ~Stream();
   Stream(const Stream&) = delete;
   Stream& operator=(const Stream&) = delete;
 
-  void enqueue(std::function<void()> task);
-  // Runs the next task on the calling thread when none is running; false if it could not.
-  bool try_run_one();
-  // Runs what is queued, then stops the progress thread. Idempotent.
+  // Queues `task`; returns its ticket (1, 2, ... in enqueue order).
+  std::uint64_t enqueue(std::function<void()> task);
+  // Runs the next task on the calling thread when none is running and its ticket is at most
+  // `up_to`; false if it could not.
+  bool try_run_one(std::uint64_t up_to);
+  // Runs what is queued (on the calling thread when callers_only), then stops the progress thread.
+  // Idempotent.
   void shutdown();
 
  private:
@@ -31,7 +41,12 @@ class Stream {
 
   std::mutex mu_;
   std::condition_variable cv_;
-  std::deque<std::function<void()>> queue_;
+  struct Task {
+    std::uint64_t ticket;
+    std::function<void()> run;
+  };
+  std::deque<Task> queue_;
+  std::uint64_t last_ticket_ = 0;
   bool running_ = false;
   bool stop_ = false;
   std::thread thread_;

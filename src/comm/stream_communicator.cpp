@@ -16,43 +16,58 @@
 
 #include "comm/algorithms.hpp"
 #include "comm/communicator.hpp"
+#include "comm/delay_injector.hpp"
 #include "comm/reduce.hpp"
 #include "comm/shared_arena.hpp"
 #include "comm/stream.hpp"
+#include "comm/transport/delay_transport.hpp"
 #include "comm/work_state.hpp"
 #include "core/error.hpp"
 
 namespace tz {
 namespace {
 
-// What every rank must agree on before a collective (CommOptions::debug_check_sizes).
+// What every rank of a group must agree on before a collective (CommOptions::check_collectives).
 struct Signature {
   std::uint32_t kind = 0;
   std::int32_t root = -1;
   std::uint64_t count = 0;
+  std::uint64_t seq = 0;
+  std::uint64_t group = 0;  // hash of the group's label and members: the same group on every rank
   std::uint32_t dtype = 0;
   std::uint32_t pad = 0;
   bool operator==(const Signature&) const = default;
 };
 
+std::uint64_t group_hash(const std::string& label, Transport& t) {
+  std::uint64_t h = std::hash<std::string>{}(label);
+  for (int i = 0; i < t.size(); ++i) h = h * 1000003u ^ static_cast<std::uint64_t>(t.world_rank(i));
+  return h;
+}
+
 std::string describe(const Signature& s) {
   std::string out = fmt::format("{} count={} dtype={}", collective_name(static_cast<CollectiveKind>(s.kind)),
                                 s.count, dtype_name(static_cast<DType>(s.dtype)));
   if (s.root >= 0) out += fmt::format(" root={}", s.root);
+  out += fmt::format(" seq={} group={:016x}", s.seq, s.group);
   return out;
 }
 
+// Every rank gets every signature (an all-gather), so all fail together with the same report.
 void check_signatures(Collective& c, const Signature& mine) {
   const int p = c.size();
   auto* all = reinterpret_cast<Signature*>(c.workspace().get(7, p * sizeof(Signature)));
   all_gather_ring(c, reinterpret_cast<const std::byte*>(&mine), reinterpret_cast<std::byte*>(all),
                   uniform_block_offsets(sizeof(Signature), p));
-  bool agree = true;
-  for (int i = 1; i < p; ++i) agree = agree && all[i] == all[0];
-  if (agree) return;
+  int first = -1;
+  for (int i = 1; i < p && first < 0; ++i)
+    if (!(all[i] == all[0])) first = i;
+  if (first < 0) return;
   std::map<std::string, std::vector<int>> groups;
   for (int i = 0; i < p; ++i) groups[describe(all[i])].push_back(c.transport().world_rank(i));
-  std::string what = "size check failed, ranks disagree:";
+  std::string what = fmt::format(
+      "collective check failed: world rank {} differs from world rank {}: {} vs {}; ranks disagree:",
+      c.transport().world_rank(first), c.transport().world_rank(0), describe(all[first]), describe(all[0]));
   for (const auto& [sig, ranks] : groups)
     what += fmt::format(" world rank(s) {{{}}}: {};", fmt::join(ranks, ","), sig);
   what.pop_back();
@@ -62,11 +77,16 @@ void check_signatures(Collective& c, const Signature& mine) {
 class StreamCommunicator final : public Communicator {
  public:
   StreamCommunicator(std::unique_ptr<Transport> transport, std::string label, CommOptions options,
-                     std::shared_ptr<TrafficLedger> ledger)
+                     std::shared_ptr<TrafficLedger> ledger, std::shared_ptr<FlightRecorder> recorder)
       : transport_(std::move(transport)),
         label_(std::move(label)),
         options_(options),
         ledger_(ledger ? std::move(ledger) : std::make_shared<TrafficLedger>()),
+        recorder_(recorder ? std::move(recorder)
+                           : std::make_shared<FlightRecorder>(transport_->world_rank(transport_->rank()),
+                                                              transport_->size(),
+                                                              options_.flight_recorder_entries)),
+        ring_(recorder_->add_ring(label_, members(*transport_), transport_->rank())),
         stream_(std::make_shared<Stream>()) {}
 
   // Runs what is still queued (Works may be dropped unwaited), then stops the progress thread.
@@ -77,6 +97,7 @@ class StreamCommunicator final : public Communicator {
   const std::string& label() const override { return label_; }
   const CommOptions& options() const override { return options_; }
   TrafficLedger& ledger() override { return *ledger_; }
+  const std::shared_ptr<FlightRecorder>& recorder() const override { return recorder_; }
 
   Work all_gather(const void* send, void* recv, std::size_t count, DType dtype) override {
     const std::size_t block = count * dtype_bytes(dtype);
@@ -84,10 +105,13 @@ class StreamCommunicator final : public Communicator {
                   [=, this](Collective& c) {
                     const auto* own = static_cast<const std::byte*>(send);
                     auto* out = static_cast<std::byte*>(recv);
-                    if (SharedArena* arena = shared_arena(c))
+                    if (SharedArena* arena = shared_arena(c, options_.shared_memory_all_gather)) {
+                      ring_->start(c.seq(), "shared");
                       all_gather_shared(c, *arena, own, out, uniform_block_offsets(block, size()));
-                    else
+                    } else {
+                      ring_->start(c.seq(), "ring");
                       all_gather_ring(c, own, out, uniform_block_offsets(block, size()));
+                    }
                   });
   }
 
@@ -96,15 +120,23 @@ class StreamCommunicator final : public Communicator {
     const std::size_t block = count * dtype_bytes(dtype);
     return submit(CollectiveKind::reduce_scatter, count, dtype, -1, double(block) * size(),
                   [=, this](Collective& c) {
-                    reduce_scatter_ring(c, static_cast<const std::byte*>(send), static_cast<std::byte*>(recv),
-                                        uniform_block_offsets(block, size()), dtype);
+                    const auto* in = static_cast<const std::byte*>(send);
+                    auto* out = static_cast<std::byte*>(recv);
+                    if (SharedArena* arena = shared_arena(c, options_.shared_memory_reduce_scatter)) {
+                      ring_->start(c.seq(), "shared");
+                      reduce_scatter_shared(c, *arena, in, out, uniform_block_offsets(block, size()), dtype);
+                    } else {
+                      ring_->start(c.seq(), "ring");
+                      reduce_scatter_ring(c, in, out, uniform_block_offsets(block, size()), dtype);
+                    }
                   });
   }
 
   Work all_reduce(const void* send, void* recv, std::size_t count, DType dtype) override {
     require_reducible("all_reduce", dtype);
     return submit(CollectiveKind::all_reduce, count, dtype, -1, double(count * dtype_bytes(dtype)),
-                  [=](Collective& c) {
+                  [=, this](Collective& c) {
+                    ring_->start(c.seq(), "ring");
                     all_reduce_ring(c, static_cast<const std::byte*>(send), static_cast<std::byte*>(recv),
                                     count, dtype);
                   });
@@ -112,9 +144,19 @@ class StreamCommunicator final : public Communicator {
 
   Work all_to_all(const void* send, void* recv, std::size_t count, DType dtype) override {
     const std::size_t block = count * dtype_bytes(dtype);
-    return submit(CollectiveKind::all_to_all, count, dtype, -1, double(block) * size(), [=](Collective& c) {
-      all_to_all_pairwise(c, static_cast<const std::byte*>(send), static_cast<std::byte*>(recv), block);
-    });
+    return submit(CollectiveKind::all_to_all, count, dtype, -1, double(block) * size(),
+                  [=, this](Collective& c) {
+                    const auto* in = static_cast<const std::byte*>(send);
+                    auto* out = static_cast<std::byte*>(recv);
+                    const std::vector<std::size_t> off = uniform_block_offsets(block, size());
+                    if (SharedArena* arena = shared_arena(c, options_.shared_memory_all_to_all)) {
+                      ring_->start(c.seq(), "shared");
+                      all_to_all_shared(c, *arena, in, off, out, off, block);
+                    } else {
+                      ring_->start(c.seq(), "pairwise");
+                      all_to_all_pairwise(c, in, off, out, off);
+                    }
+                  });
   }
 
   Work broadcast(void* buf, std::size_t count, DType dtype, int root) override {
@@ -122,33 +164,48 @@ class StreamCommunicator final : public Communicator {
       fail_input("broadcast on group '{}': root {} is not a rank of the group (size {})", label_, root,
                  size());
     const std::size_t bytes = count * dtype_bytes(dtype);
-    return submit(CollectiveKind::broadcast, count, dtype, root, double(bytes),
-                  [=](Collective& c) { broadcast_binomial(c, static_cast<std::byte*>(buf), bytes, root); });
+    return submit(CollectiveKind::broadcast, count, dtype, root, double(bytes), [=, this](Collective& c) {
+      if (SharedArena* arena = shared_arena(c, options_.shared_memory_broadcast)) {
+        ring_->start(c.seq(), "shared");
+        broadcast_shared(c, *arena, static_cast<std::byte*>(buf), bytes, root);
+      } else {
+        ring_->start(c.seq(), "binomial");
+        broadcast_binomial(c, static_cast<std::byte*>(buf), bytes, root);
+      }
+    });
   }
 
   Work barrier() override {
-    return submit(CollectiveKind::barrier, 0, DType::u8, -1, 0,
-                  [](Collective& c) { barrier_dissemination(c); });
+    return submit(CollectiveKind::barrier, 0, DType::u8, -1, 0, [this](Collective& c) {
+      ring_->start(c.seq(), "dissemination");
+      barrier_dissemination(c);
+    });
   }
 
   std::unique_ptr<Communicator> split(int color, int key, std::string label) override {
     auto state = std::make_shared<Work::State>(stream_);
     std::unique_ptr<Transport> sub;
     const std::uint64_t seq = ++next_seq_;
-    enqueue([this, state, seq, color, key, &sub] {
-      run_guarded(state, [&] {
+    ring_->issue(seq, "split", DType::u8, 2 * sizeof(int), 2 * sizeof(int));
+    state->ticket = enqueue([this, state, seq, color, key, &sub] {
+      run_guarded(state, seq, [&] {
         Collective c(*transport_, workspace_, "split", label_, seq, options_.timeout_s, options_.chunk_bytes);
+        ring_->start(seq, "split_keys");
         const Deadline deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                                      std::chrono::duration<double>(options_.timeout_s));
         try {
           sub = transport_->split(color, key, deadline);
+        } catch (const CommTimeout& e) {
+          c.fail_timeout(e.what());
         } catch (const CommError& e) {
           c.fail(e.what());
         }
       });
     });
     Work(state).wait();
-    return make_communicator(std::move(sub), std::move(label), options_, ledger_);
+    // Not make_communicator: a delay transport's split is already wrapped.
+    return std::make_unique<StreamCommunicator>(std::move(sub), std::move(label), options_, ledger_,
+                                                recorder_);
   }
 
   void stream_wait(Work dependency) override {
@@ -175,22 +232,29 @@ class StreamCommunicator final : public Communicator {
   Work submit(CollectiveKind kind, std::size_t count, DType dtype, int root, double payload_bytes,
               Body body) {
     // No stream for the waiter to help with: a thread waiting on a collective's Work blocks until the
-    // progress thread has run it. Letting waiters run queued collectives themselves (as split does)
-    // hung 2 of the engine's thread-world parity tests in one sanitizer CI run; gdb showed
-    // two ranks in a ring wait while the third rank's streams sat in stream_wait tasks that had
-    // helped other streams. Not root-caused; see the note of issue 2.
+    // progress thread has run it. (Helping once hung the engine's thread-world parity tests, when a
+    // waiter could run tasks queued after its own; tickets now forbid that, see stream.hpp, but the
+    // collectives keep to their progress threads, where a transport's progress is cheapest.)
     auto state = std::make_shared<Work::State>();
     const std::uint64_t seq = ++next_seq_;
+    ring_->issue(seq, collective_name(kind), dtype, count, static_cast<std::uint64_t>(payload_bytes));
     enqueue([=, this] {
-      run_guarded(state, [&] {
+      run_guarded(state, seq, [&] {
         Collective c(*transport_, workspace_, collective_name(kind), label_, seq, options_.timeout_s,
                      options_.chunk_bytes);
         const double t0 = transport_->now_s();
-        if (options_.debug_check_sizes)
-          check_signatures(c, Signature{static_cast<std::uint32_t>(kind), root, count,
-                                        static_cast<std::uint32_t>(dtype), 0});
+        if (options_.check_collectives) {
+          ring_->start(seq, "check");
+          check_signatures(c, Signature{.kind = static_cast<std::uint32_t>(kind),
+                                        .root = root,
+                                        .count = count,
+                                        .seq = seq,
+                                        .group = group_hash(label_, *transport_),
+                                        .dtype = static_cast<std::uint32_t>(dtype)});
+        }
         body(c);
-        ledger_->record(label_, algorithmic_bytes(kind, payload_bytes, size()), transport_->now_s() - t0);
+        ledger_->record(label_, kind, algorithmic_bytes(kind, payload_bytes, size()),
+                        transport_->now_s() - t0);
       });
     });
     return Work(state);
@@ -198,29 +262,50 @@ class StreamCommunicator final : public Communicator {
 
   // Runs on the progress thread: fails fast if an earlier collective failed, marks the communicator
   // broken on a new failure, and always finishes the Work.
+  // Every outcome is written into the flight recorder's entry `seq`. A timeout goes to the rank's
+  // timeout hook first (the fault agreement), whose verdict is added to the report.
   template <typename Fn>
-  void run_guarded(const std::shared_ptr<Work::State>& state, Fn&& fn) {
+  void run_guarded(const std::shared_ptr<Work::State>& state, std::uint64_t seq, Fn&& fn) {
     if (!broken_.empty()) {
-      state->finish(std::make_exception_ptr(
-          CommError(fmt::format("group '{}' is unusable after an earlier failure: {}", label_, broken_))));
+      const std::string what =
+          fmt::format("group '{}' is unusable after an earlier failure: {}", label_, broken_);
+      ring_->finish(seq, what);
+      state->finish(std::make_exception_ptr(CommError(what)));
       return;
     }
     try {
       fn();
+      ring_->finish(seq, "");
       state->finish(nullptr);
+    } catch (const CommTimeout& e) {
+      std::string what = e.what();
+      ring_->finish(seq, what, true);
+      const std::string agreed = recorder_->on_timeout(what);
+      if (!agreed.empty()) what += "; agreed by the live ranks: " + agreed;
+      broken_ = what;
+      state->finish(std::make_exception_ptr(CommTimeout(what)));
     } catch (const std::exception& e) {
       broken_ = e.what();
+      ring_->finish(seq, broken_);
       state->finish(std::current_exception());
     } catch (...) {
       broken_ = "unknown exception";
+      ring_->finish(seq, broken_);
       state->finish(std::current_exception());
     }
   }
 
-  // The group's shared-memory segment, opened at its first all-gather (the same collective on every
-  // rank); null when disabled or when the ranks cannot share memory (then the ring runs).
-  SharedArena* shared_arena(Collective& c) {
-    if (!options_.shared_memory_all_gather || size() < 2 || !transport_->can_share_memory()) return nullptr;
+  static std::vector<int> members(Transport& t) {
+    std::vector<int> m(t.size());
+    for (int i = 0; i < t.size(); ++i) m[i] = t.world_rank(i);
+    return m;
+  }
+
+  // The group's shared-memory segment, opened by its first collective that may use it (the same
+  // collective on every rank, as `wanted` comes from the options); null when not wanted or when the
+  // ranks cannot share memory (then the transport's algorithm runs).
+  SharedArena* shared_arena(Collective& c, bool wanted) {
+    if (!wanted || size() < 2 || !transport_->can_share_memory()) return nullptr;
     if (!arena_tried_) {
       arena_tried_ = true;
       arena_ = SharedArena::open(c, options_.shared_slot_bytes);
@@ -228,12 +313,14 @@ class StreamCommunicator final : public Communicator {
     return arena_.get();
   }
 
-  void enqueue(std::function<void()> task) { stream_->enqueue(std::move(task)); }
+  std::uint64_t enqueue(std::function<void()> task) { return stream_->enqueue(std::move(task)); }
 
   std::unique_ptr<Transport> transport_;
   std::string label_;
   CommOptions options_;
   std::shared_ptr<TrafficLedger> ledger_;
+  std::shared_ptr<FlightRecorder> recorder_;
+  std::shared_ptr<FlightRing> ring_;
   std::uint64_t next_seq_ = 0;  // issuing thread only
 
   // Progress thread only.
@@ -248,10 +335,16 @@ class StreamCommunicator final : public Communicator {
 }  // namespace
 
 std::unique_ptr<Communicator> make_communicator(std::unique_ptr<Transport> transport, std::string label,
-                                                CommOptions options, std::shared_ptr<TrafficLedger> ledger) {
+                                                CommOptions options, std::shared_ptr<TrafficLedger> ledger,
+                                                std::shared_ptr<FlightRecorder> recorder) {
   TZ_CHECK(transport != nullptr);
+  validate_comm_options(options);
+  if (options.delay_injection.enabled()) {
+    const std::uint64_t stream = delay_stream(transport->world_rank(transport->rank()), label);
+    transport = make_delay_transport(std::move(transport), options.delay_injection, stream);
+  }
   return std::make_unique<StreamCommunicator>(std::move(transport), std::move(label), options,
-                                              std::move(ledger));
+                                              std::move(ledger), std::move(recorder));
 }
 
 }  // namespace tz

@@ -6,11 +6,14 @@
 #include <mutex>
 #include <thread>
 
-#include "comm/thread_transport.hpp"
+#include "comm/fault_agreement.hpp"
+#include "comm/transport/thread_transport.hpp"
 #include "core/error.hpp"
 
 namespace tz {
 namespace {
+
+thread_local const ThreadWorldHandle* t_world = nullptr;  // the world of a rank thread
 
 // Rethrows `e` with "rank r: " in front of its message, keeping the tierzero exception type.
 [[noreturn]] void rethrow_with_rank(std::exception_ptr e, int rank) {
@@ -20,6 +23,8 @@ namespace {
     throw InputError(fmt::format("rank {}: {}", rank, x.what()));
   } catch (const CommError& x) {
     throw CommError(fmt::format("rank {}: {}", rank, x.what()));
+  } catch (const TrainingError& x) {
+    throw TrainingError(fmt::format("rank {}: {}", rank, x.what()));
   } catch (const InternalError& x) {
     throw InternalError(fmt::format("rank {}: {}", rank, x.what()));
   } catch (const std::exception& x) {
@@ -31,8 +36,26 @@ namespace {
 // that a failing rank aborts the world before its communicator's destructor waits for its progress
 // thread: peers blocked in a collective with it are released at once, not at their timeout.
 void run_ranks(int n, const CommOptions& options, const Topology* topology,
-               const std::function<void(Communicator&)>& fn, const std::function<void(Mesh&)>& mesh_fn) {
+               const std::function<void(Communicator&)>& fn, const std::function<void(Mesh&)>& mesh_fn,
+               const TransportWrap& wrap) {
+  validate_comm_options(options);  // here, not in the rank threads' make_communicator: nothing to catch there
   ThreadWorldHandle h = make_thread_world(n);
+  if (wrap) {
+    h.transports = wrap(std::move(h.transports));
+    TZ_CHECK_EQ(h.transports.size(), static_cast<std::size_t>(n));
+  }
+  // One flight recorder and fault agreement per rank, over a shared board (they outlive the ranks'
+  // communicators: a rank that returned still answers the exchange with what it did).
+  ThreadFaultBoard board(n);
+  std::vector<std::shared_ptr<FlightRecorder>> recorders(n);
+  std::vector<std::shared_ptr<FaultAgreement>> agreements(n);
+  for (int r = 0; r < n; ++r) {
+    recorders[r] = std::make_shared<FlightRecorder>(r, n, options.flight_recorder_entries);
+    agreements[r] = std::make_shared<FaultAgreement>(recorders[r], options.fault_agreement_timeout_s);
+    agreements[r]->set_channel(&board);
+    agreements[r]->install_timeout_hook();
+    board.attach(r, agreements[r]);
+  }
   std::mutex mu;
   std::exception_ptr first;
   int first_rank = -1;
@@ -40,7 +63,9 @@ void run_ranks(int n, const CommOptions& options, const Topology* topology,
   threads.reserve(n);
   for (int r = 0; r < n; ++r) {
     threads.emplace_back([&, r] {
-      std::unique_ptr<Communicator> comm = make_communicator(std::move(h.transports[r]), "world", options);
+      t_world = &h;
+      std::unique_ptr<Communicator> comm =
+          make_communicator(std::move(h.transports[r]), "world", options, nullptr, recorders[r]);
       std::unique_ptr<Mesh> mesh;
       try {
         if (topology) {
@@ -67,12 +92,19 @@ void run_ranks(int n, const CommOptions& options, const Topology* topology,
 
 }  // namespace
 
-void run_thread_world(int n, const std::function<void(Communicator&)>& fn, CommOptions options) {
-  run_ranks(n, options, nullptr, fn, nullptr);
+bool abort_thread_world_of_caller(const std::string& reason) {
+  if (!t_world) return false;
+  t_world->abort(reason);
+  return true;
 }
 
-void run_thread_mesh(const Topology& topology, const std::function<void(Mesh&)>& fn, CommOptions options) {
-  run_ranks(topology.world_size(), options, &topology, nullptr, fn);
+void run_thread_world(int n, const std::function<void(Communicator&)>& fn, CommOptions options) {
+  run_ranks(n, options, nullptr, fn, nullptr, nullptr);
+}
+
+void run_thread_mesh(const Topology& topology, const std::function<void(Mesh&)>& fn, CommOptions options,
+                     const TransportWrap& wrap) {
+  run_ranks(topology.world_size(), options, &topology, nullptr, fn, wrap);
 }
 
 }  // namespace tz

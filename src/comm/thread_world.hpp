@@ -16,23 +16,32 @@
 
 #include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "comm/communicator.hpp"
 #include "comm/mesh.hpp"
-#include "comm/transport.hpp"
+#include "comm/transport/transport.hpp"
 #include "topology/topology.hpp"
 
 namespace tz {
 
 void run_thread_world(int n, const std::function<void(Communicator&)>& fn, CommOptions options = {});
 
-// Same, with a Mesh per rank over `topology` (resolved; world size = topology.world_size()).
-void run_thread_mesh(const Topology& topology, const std::function<void(Mesh&)>& fn,
-                     CommOptions options = {});
+// From a rank thread of run_thread_world / run_thread_mesh: aborts that world, so every wait of every
+// rank fails at once with CommError("thread world aborted: <reason>"). False (and nothing happens)
+// on any other thread. Tests call it when an assertion fails in a rank body (tests/support/), so a
+// failure shows at once instead of as other ranks waiting for their timeout.
+bool abort_thread_world_of_caller(const std::string& reason);
 
-// The raw transports of an n-rank thread world (index = rank), for building other communicators or
-// transports on top (e.g. a simulated clock). Usable from n threads, one per transport.
-std::vector<std::unique_ptr<Transport>> make_thread_transports(int n);
+// Turns the thread world's transports (index = rank) into the ones the ranks run on, e.g. a simulated
+// clock around each (comm/transport/sim_transport.hpp). Aborting the world still reaches them.
+using TransportWrap =
+    std::function<std::vector<std::unique_ptr<Transport>>(std::vector<std::unique_ptr<Transport>>)>;
+
+// Same, with a Mesh per rank over `topology` (resolved; world size = topology.world_size()), over
+// the thread transports or, with `wrap`, over what it makes of them.
+void run_thread_mesh(const Topology& topology, const std::function<void(Mesh&)>& fn, CommOptions options = {},
+                     const TransportWrap& wrap = {});
 
 }  // namespace tz

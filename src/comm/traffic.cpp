@@ -1,4 +1,5 @@
-// Traffic ledger (traffic.hpp): algorithmic bytes per rank, op counts and time, per tier label.
+// Traffic ledger (traffic.hpp): algorithmic bytes per rank, op counts and time, per tier label and
+// per collective kind.
 #include "comm/traffic.hpp"
 
 #include <fmt/format.h>
@@ -7,58 +8,26 @@
 
 namespace tz {
 
-std::string_view collective_name(CollectiveKind kind) {
-  switch (kind) {
-    case CollectiveKind::all_gather:
-      return "all_gather";
-    case CollectiveKind::reduce_scatter:
-      return "reduce_scatter";
-    case CollectiveKind::all_reduce:
-      return "all_reduce";
-    case CollectiveKind::all_to_all:
-      return "all_to_all";
-    case CollectiveKind::broadcast:
-      return "broadcast";
-    case CollectiveKind::barrier:
-      return "barrier";
-  }
-  return "?";
-}
-
-double algorithmic_bytes(CollectiveKind kind, double payload_bytes, int p) {
-  if (p <= 1) return 0;
-  const double share = double(p - 1) / p;
-  switch (kind) {
-    case CollectiveKind::all_gather:
-    case CollectiveKind::reduce_scatter:
-    case CollectiveKind::all_to_all:
-      return share * payload_bytes;
-    case CollectiveKind::all_reduce:
-      return 2 * share * payload_bytes;
-    case CollectiveKind::broadcast:
-      return payload_bytes;
-    case CollectiveKind::barrier:
-      return 0;
-  }
-  return 0;
-}
-
-void TrafficLedger::record(const std::string& tier, double bytes, double seconds) {
+void TrafficLedger::record(const std::string& tier, CollectiveKind kind, double bytes, double seconds) {
   std::lock_guard lock(mu_);
-  TierTraffic& t = by_tier_[tier];
-  t.bytes += bytes;
-  t.ops += 1;
-  t.seconds += seconds;
+  for (TierTraffic* t : {&by_tier_[tier], &by_kind_[std::string(collective_name(kind))]}) {
+    t->bytes += bytes;
+    t->ops += 1;
+    t->seconds += seconds;
+  }
 }
 
-std::map<std::string, TierTraffic> TrafficLedger::snapshot() const {
+TrafficByKey TrafficLedger::snapshot() const {
   std::lock_guard lock(mu_);
   return by_tier_;
 }
 
-std::map<std::string, TierTraffic> TrafficLedger::since(
-    const std::map<std::string, TierTraffic>& earlier) const {
-  std::map<std::string, TierTraffic> now = snapshot();
+TrafficByKey TrafficLedger::snapshot_by_kind() const {
+  std::lock_guard lock(mu_);
+  return by_kind_;
+}
+
+TrafficByKey TrafficLedger::difference(TrafficByKey now, const TrafficByKey& earlier) {
   for (auto& [tier, t] : now) {
     auto it = earlier.find(tier);
     if (it == earlier.end()) continue;
@@ -72,14 +41,15 @@ std::map<std::string, TierTraffic> TrafficLedger::since(
 void TrafficLedger::reset() {
   std::lock_guard lock(mu_);
   by_tier_.clear();
+  by_kind_.clear();
 }
 
 std::string TrafficLedger::format(const std::map<std::string, TierTraffic>& traffic) {
   std::string out =
       fmt::format("{:<16} {:>16} {:>8} {:>12} {:>10}\n", "tier", "bytes", "ops", "seconds", "GB/s");
   for (const auto& [tier, t] : traffic) {
-    const double gbps = t.seconds > 0 ? t.bytes / t.seconds / 1e9 : 0;
-    out += fmt::format("{:<16} {:>16.0f} {:>8} {:>12.6f} {:>10.3f}\n", tier, t.bytes, t.ops, t.seconds, gbps);
+    const double GBps = t.seconds > 0 ? t.bytes / t.seconds / 1e9 : 0;
+    out += fmt::format("{:<16} {:>16.0f} {:>8} {:>12.6f} {:>10.3f}\n", tier, t.bytes, t.ops, t.seconds, GBps);
   }
   return out;
 }
@@ -90,7 +60,7 @@ nlohmann::json TrafficLedger::to_json(const std::map<std::string, TierTraffic>& 
     doc[tier] = {{"bytes", t.bytes},
                  {"ops", t.ops},
                  {"seconds", t.seconds},
-                 {"gbps", t.seconds > 0 ? t.bytes / t.seconds / 1e9 : 0.0}};
+                 {"GBps", t.seconds > 0 ? t.bytes / t.seconds / 1e9 : 0.0}};
   return doc;
 }
 

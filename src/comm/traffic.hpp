@@ -1,12 +1,10 @@
-// Traffic accounting: every collective records, under the tier label of the group it ran on, the
-// bytes it moved per rank (algorithmic convention, as nccl-tests counts it), an op count and time.
-//   all-gather, reduce-scatter: (p-1)/p x payload    (payload = the full, gathered / unreduced tensor)
-//   all-reduce:                 2(p-1)/p x payload
-//   all-to-all:                 (p-1)/p x payload    (payload = this rank's whole send buffer)
-//   broadcast:                  payload              (0 if p == 1)
-//   barrier:                    0
-// A multi-tier collective is a composition of single-tier ones, so it is recorded step by step under
-// each tier it crosses. docs/algorithms.md lists the steps and bytes of every collective.
+// Traffic accounting: every collective records, under the tier label of the group it ran on and
+// under its kind, the bytes it moved per rank (algorithmic_bytes, collective/collective_kind.hpp), an
+// op count and time (from its start on the communicator's progress thread to its end; collectives
+// that overlap each count in full, as a profiler's per-kernel times do). A multi-tier collective is a
+// composition of single-communicator ones, so it is recorded step by step under each tier it crosses
+// and each step's kind (a qwZ gather as all_gather, qgZ as all_to_all ...). docs/algorithms.md lists
+// the steps and bytes of every collective.
 #pragma once
 
 #include <nlohmann/json_fwd.hpp>
@@ -17,20 +15,9 @@
 #include <string>
 #include <vector>
 
+#include "collective/collective_kind.hpp"
+
 namespace tz {
-
-enum class CollectiveKind : std::uint8_t {
-  all_gather,
-  reduce_scatter,
-  all_reduce,
-  all_to_all,
-  broadcast,
-  barrier
-};
-std::string_view collective_name(CollectiveKind kind);
-
-// Bytes per rank one collective of `payload_bytes` moves on a group of p ranks (formulas above).
-double algorithmic_bytes(CollectiveKind kind, double payload_bytes, int p);
 
 struct TierTraffic {
   double bytes = 0;       // algorithmic bytes per rank
@@ -38,14 +25,22 @@ struct TierTraffic {
   double seconds = 0;     // wall time from start to completion, summed
 };
 
-// Per-process ledger, keyed by tier label ("gcd", "node", "system", "world", ...). Thread-safe: the
-// progress thread of a communicator records while the caller may read.
+using TrafficByKey = std::map<std::string, TierTraffic>;
+
+// Per-process ledger, keyed by tier label ("gcd", "node", "system", "world", ...) and, apart, by
+// collective kind ("all_gather", ...). Thread-safe: the progress thread of a communicator records
+// while the caller may read.
 class TrafficLedger {
  public:
-  void record(const std::string& tier, double bytes, double seconds);
-  std::map<std::string, TierTraffic> snapshot() const;
+  void record(const std::string& tier, CollectiveKind kind, double bytes, double seconds);
+  TrafficByKey snapshot() const;
+  TrafficByKey snapshot_by_kind() const;
   // Difference between now and an earlier snapshot (e.g. the traffic of one training step).
-  std::map<std::string, TierTraffic> since(const std::map<std::string, TierTraffic>& earlier) const;
+  TrafficByKey since(const TrafficByKey& earlier) const { return difference(snapshot(), earlier); }
+  TrafficByKey since_by_kind(const TrafficByKey& earlier) const {
+    return difference(snapshot_by_kind(), earlier);
+  }
+  static TrafficByKey difference(TrafficByKey now, const TrafficByKey& earlier);
   void reset();
 
   // A table: tier, bytes, ops, seconds, effective GB/s.
@@ -54,7 +49,8 @@ class TrafficLedger {
 
  private:
   mutable std::mutex mu_;
-  std::map<std::string, TierTraffic> by_tier_;
+  TrafficByKey by_tier_;
+  TrafficByKey by_kind_;
 };
 
 }  // namespace tz

@@ -21,7 +21,7 @@ std::exception_ptr Work::State::wait_quietly() {
       if (finished) return error;
     }
     std::shared_ptr<Stream> s = stream.lock();
-    if (!s || !s->try_run_one()) break;  // the progress thread is on it (or it is gone): block
+    if (!s || !s->try_run_one(ticket)) break;  // the progress thread is on it (or it is gone): block
   }
   std::unique_lock lock(mu);
   cv.wait(lock, [&] { return finished; });

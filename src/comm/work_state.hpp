@@ -4,6 +4,7 @@
 #pragma once
 
 #include <condition_variable>
+#include <cstdint>
 #include <exception>
 #include <memory>
 #include <mutex>
@@ -21,12 +22,13 @@ struct Work::State {
   std::exception_ptr error;
   std::vector<std::shared_ptr<void>> keep_alive;
   std::weak_ptr<Stream> stream;  // the stream that runs it: a waiter runs queued tasks itself
+  std::uint64_t ticket = 0;      // its task's ticket there, set before the Work is handed out
 
   explicit State(std::weak_ptr<Stream> s = {}) : stream(std::move(s)) {}
 
   void finish(std::exception_ptr e);
-  // Blocks until finished (running the stream's queued tasks meanwhile where no one else is); returns
-  // the error (null on success) without throwing.
+  // Blocks until finished (running the stream's queued tasks up to its own meanwhile where no one
+  // else is); returns the error (null on success) without throwing.
   std::exception_ptr wait_quietly();
 };
 

@@ -1,9 +1,12 @@
-// Error policy (STYLE "Errors"):
+// Error policy:
 //  - tz::InputError: bad input from a user (config key, file, value). The message names the key, file,
 //    rank and values; the CLI prints it on one line and exits non-zero.
 //  - tz::CommError: a collective that failed or timed out; names the op, group, sequence number, ranks.
+//  - tz::TrainingError: a run that cannot go on although its input was valid (it diverged: more
+//    non-finite steps than allowed); names the step and the limit.
 //  - tz::InternalError: a broken invariant (a bug), raised by the TZ_CHECK* macros with file and line.
-// Library code never calls exit(); the CLI is the only place that turns errors into exit codes.
+// Library code never calls exit(); the CLI is the only place that turns errors into exit codes
+// (cli/run_world.hpp: 1 training stopped, 2 bad input, 3 communication, 4 internal error).
 #pragma once
 
 #include <fmt/format.h>
@@ -19,6 +22,11 @@ class InputError : public std::runtime_error {
 };
 
 class CommError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+class TrainingError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };

@@ -5,8 +5,8 @@
 
 #include "core/bf16.hpp"
 #include "core/error.hpp"
-#include "quant/qgz_reduce_scatter.hpp"
-#include "quant/qwz_all_gather.hpp"
+#include "plan/step_schedule.hpp"
+#include "quant/host_stream.hpp"
 
 namespace tz {
 namespace {
@@ -15,26 +15,24 @@ namespace {
 // computed, and reductions in flight.
 constexpr std::size_t kMaxGradSlots = 4;
 
-QuantOptions quant_options(QuantOptions base, int block) {
-  if (block > 0) base.block_size = static_cast<std::size_t>(block);
-  return base;
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
 }  // namespace
 
-EngineParamSource::EngineParamSource(Mesh& mesh, ShardedState& state, const ParameterLayout& params,
-                                     std::vector<int> forward_order, std::vector<int> backward_order,
-                                     int reused_in_backward)
-    : mesh_(mesh),
-      state_(state),
+EngineParamSource::EngineParamSource(ShardedState& state, const ParameterLayout& params,
+                                     CollectiveIssuer& issuer, std::vector<int> forward_order,
+                                     std::vector<int> backward_order, int reused_in_backward,
+                                     GradFinal on_grad_final)
+    : state_(state),
       layout_(state.layout()),
       params_(params),
+      issuer_(issuer),
       dtype_(state.compute_dtype()),
       depth_(layout_.plan().options().prefetch_depth),
-      qwz_(layout_.plan().options().qwz),
       qgz_(layout_.plan().options().qgz),
-      qwz_opts_(quant_options(kQwzDefaultOptions, layout_.plan().options().quant_block)),
-      qgz_opts_(quant_options(kQgzDefaultOptions, layout_.plan().options().quant_block)) {
+      on_grad_final_(std::move(on_grad_final)) {
   const int K = 1 + depth_;
   const bool gathers = layout_.shard_count(ModelState::w_fwd) > 1;  // else W is whole on every rank
   const int nF = static_cast<int>(forward_order.size());
@@ -45,6 +43,7 @@ EngineParamSource::EngineParamSource(Mesh& mesh, ShardedState& state, const Para
   if (gathers) {
     for (int k = 0; k < K; ++k) ring_.emplace_back(dtype_, layout_.max_padded_numel());
     ring_work_.resize(K);
+    ring_stats_.resize(K);
   }
   if (dtype_ != DType::f32) compute_.resize(layout_.max_padded_numel());
 }
@@ -65,14 +64,16 @@ EngineParamSource::~EngineParamSource() {
   }
 }
 
-void EngineParamSource::begin_forward() {
+void EngineParamSource::begin_forward(const std::vector<Work>& weights_ready) {
   in_backward_ = false;
+  weights_ready_ = weights_ready.empty() ? nullptr : &weights_ready;
   cursor_ = issued_ = 0;
 }
 
-void EngineParamSource::begin_backward() {
+void EngineParamSource::begin_backward(bool last) {
   TZ_CHECK_EQ(cursor_, forward_.size());
   in_backward_ = true;
+  last_ = last;
   cursor_ = issued_ = 0;
 }
 
@@ -83,27 +84,31 @@ void EngineParamSource::issue_gather(int pos) {
   const bool secondary = in_backward_ && layout_.plan().has_secondary_weights();
   const ModelState s = secondary ? ModelState::w_bwd : ModelState::w_fwd;
   const WeightBuffer& src = secondary ? state_.w_bwd() : state_.w_fwd();
-  const TierSet tiers = secondary ? layout_.backward_gather_tiers() : layout_.forward_gather_tiers();
-  const std::size_t count = state_.span(s, r).numel;
-  const std::byte* shard = src.at(state_.local(s, r));
-  std::byte* full = ring_[a.buffer].at(0);
-  const bool flat = layout_.runs_flat(tiers);  // one collective on the whole group (plan option)
-  if (qwz_ && !secondary) {
-    QuantStats stats;
-    ring_work_[a.buffer] =
-        flat ? qwz_all_gather(mesh_.flat_group(tiers), shard, full, count, dtype_, qwz_opts_, &stats)
-             : qwz_all_gather(mesh_, tiers, shard, full, count, dtype_, qwz_opts_, &stats);
-    nonfinite_blocks_ += stats.nonfinite_blocks;
-  } else {
-    ring_work_[a.buffer] = flat ? mesh_.flat_group(tiers).all_gather(shard, full, count, dtype_)
-                                : mesh_.all_gather(tiers, shard, full, count, dtype_);
-  }
+  const CollectivePurpose purpose =
+      in_backward_ ? CollectivePurpose::weight_gather_bwd : CollectivePurpose::weight_gather_fwd;
+  // The forward reads W_fwd: only once the previous step's refresh of this range has written it.
+  const Work after = !in_backward_ && weights_ready_ ? (*weights_ready_)[r] : Work();
+  ring_work_[a.buffer] = issuer_.issue(purpose, r, src.at(state_.local(s, r)), ring_[a.buffer].at(0),
+                                       &ring_stats_[a.buffer], after);
+}
+
+void EngineParamSource::wait_refresh(int range) {
+  if (in_backward_ || !weights_ready_) return;
+  const Work& w = (*weights_ready_)[range];
+  if (w.done()) return;
+  const auto t0 = std::chrono::steady_clock::now();
+  Work(w).wait();
+  exposed_refresh_s_ += seconds_since(t0);
 }
 
 void EngineParamSource::wait_gather(int pos) {
+  const Acquisition& a = (in_backward_ ? backward_ : forward_)[pos];
+  wait_refresh(a.range);  // the gather started behind it: time the two waits apart
   const auto t0 = std::chrono::steady_clock::now();
-  ring_work_[(in_backward_ ? backward_ : forward_)[pos].buffer].wait();
-  exposed_gather_s_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ring_work_[a.buffer].wait();
+  exposed_gather_s_ += seconds_since(t0);
+  nonfinite_blocks_ += ring_stats_[a.buffer].nonfinite_blocks;
+  ring_stats_[a.buffer] = {};
 }
 
 const float* EngineParamSource::acquire_params(int range) {
@@ -126,6 +131,7 @@ const float* EngineParamSource::acquire_params(int range) {
                   state_.w_bwd().at(state_.local(ModelState::w_bwd, range)));
     }
   } else {
+    wait_refresh(range);
     src = state_.w_fwd().at(state_.local(ModelState::w_fwd, range));  // replicated: the whole range
   }
   ++cursor_;
@@ -173,43 +179,53 @@ float* EngineParamSource::grad_buffer(int range) {
 }
 
 void EngineParamSource::grads_ready(int range) {
-  if (layout_.shard_count(ModelState::grad) == 1) return;
+  const bool poison =
+      poison_ && params_.range(range).numel > 0 && (poison_range_ < 0 || poison_range_ == range);
+  if (poison) poison_ = false;
+  if (layout_.shard_count(ModelState::grad) == 1) {  // replicated G, accumulated in place: final now
+    if (poison) state_.grad()[state_.local(ModelState::grad, range)] = poison_value_;
+    if (last_) on_grad_final_(range, Work());
+    return;
+  }
   GradSlot* slot = nullptr;
   for (auto& s : slots_)
     if (s->range == range && !s->in_flight) slot = s.get();
   TZ_CHECK(slot != nullptr, "grads_ready for range {} without its grad_buffer", range);
-  const TierSet tiers = layout_.grad_reduce_tiers();
-  const std::size_t count = state_.span(ModelState::grad, range).numel;
-  if (qgz_) {
-    QuantStats stats;
-    slot->work = qgz_reduce_scatter(mesh_, tiers, slot->full.data(),
-                                    reinterpret_cast<float*>(slot->shard.at(0)), count, qgz_opts_, &stats);
-    nonfinite_blocks_ += stats.nonfinite_blocks;
-  } else {
-    const void* send = slot->full.data();
-    if (dtype_ != DType::f32) {
-      to_compute_dtype(slot->send.at(0), dtype_, slot->full.data(), layout_.padded_numel(range));
-      send = slot->send.at(0);
-    }
-    slot->work = layout_.runs_flat(tiers)  // one collective on the whole group (plan option)
-                     ? mesh_.flat_group(tiers).reduce_scatter(send, slot->shard.at(0), count, dtype_)
-                     : mesh_.reduce_scatter(tiers, send, slot->shard.at(0), count, dtype_);
+  if (poison) slot->full[0] = poison_value_;
+  const void* send = slot->full.data();
+  if (!qgz_ &&
+      dtype_ != DType::f32) {  // qgZ quantizes the fp32 gradient; else it travels in the compute dtype
+    to_compute_dtype(slot->send.at(0), dtype_, slot->full.data(), layout_.padded_numel(range));
+    send = slot->send.at(0);
   }
+  const Work reduced =
+      issuer_.issue(CollectivePurpose::grad_reduce, range, send, slot->shard.at(0), &slot->stats);
+  // Add the reduced shard into the fp32 G shard on the gradient host stream, behind the reduction.
+  const std::size_t count = state_.span(ModelState::grad, range).numel;
+  float* g = state_.grad().data() + state_.local(ModelState::grad, range);
+  const std::byte* shard = slot->shard.at(0);
+  const DType shard_dtype = slot->shard.dtype();
+  slot->work = host_stream(HostLane::gradients)
+                   .enqueue(
+                       [=] {
+                         if (shard_dtype == DType::f32) {
+                           const auto* x = reinterpret_cast<const float*>(shard);
+                           for (std::size_t i = 0; i < count; ++i) g[i] += x[i];
+                         } else {
+                           const auto* x = reinterpret_cast<const bf16*>(shard);
+                           for (std::size_t i = 0; i < count; ++i) g[i] += to_float(x[i]);
+                         }
+                       },
+                       {reduced});
   slot->in_flight = true;
   in_flight_.push_back(slot);
+  if (last_) on_grad_final_(range, slot->work);
 }
 
 void EngineParamSource::complete(GradSlot& slot) {
   slot.work.wait();
-  const std::size_t count = state_.span(ModelState::grad, slot.range).numel;
-  float* g = state_.grad().data() + state_.local(ModelState::grad, slot.range);
-  if (slot.shard.dtype() == DType::f32) {
-    const auto* x = reinterpret_cast<const float*>(slot.shard.at(0));
-    for (std::size_t i = 0; i < count; ++i) g[i] += x[i];
-  } else {
-    const auto* x = reinterpret_cast<const bf16*>(slot.shard.at(0));
-    for (std::size_t i = 0; i < count; ++i) g[i] += to_float(x[i]);
-  }
+  nonfinite_blocks_ += slot.stats.nonfinite_blocks;
+  slot.stats = {};
   slot.range = -1;
   slot.in_flight = false;
 }

@@ -6,43 +6,64 @@
 // (nF - 1 - j) mod K, a descending ring, so the first `reused` backward positions find the forward's
 // last gathered ranges still in their buffers (the step schedule counts no traffic for them; see
 // plan/step_schedule.hpp). Acquiring position i issues the gathers of positions i..i+depth of the
-// same pass that are not issued yet, so the next ranges travel while this one computes; every buffer
-// a gather writes was released before (only one range is acquired at a time).
-//   forward  all-gather of the W_fwd shard over W_fwd's domain (qwZ INT8 when enabled); with hpZ,
-//            the W_bwd secondary shard is then copied out of the gathered range (no traffic)
+// same pass that are not issued yet, so the next ranges travel (and, with qwZ, are quantized and
+// dequantized on the host stream) while this one computes; every buffer a gather writes was released
+// before (only one range is acquired at a time).
+//   forward  all-gather of the W_fwd shard over W_fwd's domain (qwZ INT8 when enabled), issued
+//            behind the range's weight refresh of the previous step (begin_forward's Works), so
+//            the refresh is waited for where the range is first used; with hpZ, the W_bwd secondary
+//            shard is then copied out of the gathered range (no traffic)
 //   backward all-gather of the W_bwd secondary shard over its domain, or of W_fwd as in forward
-// A replicated W is read from the local shard. In bf16 mode the gathered bf16 range is widened into
-// one fp32 compute buffer (the model computes in fp32); in fp32 mode the model reads the gather
-// buffer itself.
+// A replicated W is read from the local shard (after its refresh). In bf16 mode the gathered bf16
+// range is widened into one fp32 compute buffer (the model computes in fp32); in fp32 mode the model
+// reads the gather buffer itself.
 //
 // Gradients. grad_buffer(r) hands out a zeroed fp32 full-range buffer from a small pool (or, when G
 // is replicated, the G buffer itself: accumulation in place); grads_ready(r) starts the
-// reduce-scatter over G's domain (in the compute dtype, or qgZ INT4) into a shard-sized buffer, and
-// the result is added into the fp32 G shard when the reduction completes (finish_backward() waits
-// for all of them).
+// reduce-scatter over G's domain (in the compute dtype, or qgZ INT4) into a shard-sized buffer and,
+// behind it on the gradient host stream (quant/host_stream.hpp), the addition of the result into the
+// fp32 G shard. On the step's last micro-batch that addition makes the range's G shard final, and
+// the engine's on_grad_final(range, work) hears of it at once (with the Work after which it holds),
+// to start the range's boundary reduction during the backward. finish_backward() waits for all.
 #pragma once
 
 #include <deque>
+#include <functional>
 #include <memory>
 #include <vector>
 
 #include "comm/mesh.hpp"
+#include "core/quant_format.hpp"
+#include "engine/collective_issuer.hpp"
 #include "engine/sharded_state.hpp"
 #include "model/param_source.hpp"
-#include "quant/quant_format.hpp"
 
 namespace tz {
 
 class EngineParamSource final : public ParamSource {
  public:
-  EngineParamSource(Mesh& mesh, ShardedState& state, const ParameterLayout& params,
-                    std::vector<int> forward_order, std::vector<int> backward_order, int reused_in_backward);
+  // Called on the last micro-batch when a range's G shard is final once `ready` completes.
+  using GradFinal = std::function<void(int range, const Work& ready)>;
+
+  EngineParamSource(ShardedState& state, const ParameterLayout& params, CollectiveIssuer& issuer,
+                    std::vector<int> forward_order, std::vector<int> backward_order, int reused_in_backward,
+                    GradFinal on_grad_final);
   ~EngineParamSource() override;
 
-  void begin_forward();
-  void begin_backward();
-  // Waits for every gradient reduction of this backward and adds the results into the G shard.
+  // `weights_ready[r]`: the Work after which range r's W_fwd shard holds the current weights (the
+  // previous step's refresh); empty: all current.
+  void begin_forward(const std::vector<Work>& weights_ready);
+  // `last`: the step's last micro-batch (its gradients make the G shards final).
+  void begin_backward(bool last);
+  // Waits for every gradient reduction of this backward (and its addition into the G shard).
   void finish_backward();
+  // Fault injection for tests: `value` goes into this rank's next gradient sent (the first element
+  // of `range`, or with -1 of the first non-empty range reported ready).
+  void poison_next_gradient(float value, int range = -1) {
+    poison_ = true;
+    poison_value_ = value;
+    poison_range_ = range;
+  }
 
   const float* acquire_params(int range) override;
   void release_params(int range) override;
@@ -54,7 +75,9 @@ class EngineParamSource final : public ParamSource {
   std::size_t grad_buffer_bytes() const;
   // Seconds the model waited in acquire_params for a gather to arrive (not hidden by prefetch).
   double exposed_gather_seconds() const { return exposed_gather_s_; }
-  // Non-finite quantization blocks seen by qwZ/qgZ on this rank.
+  // Seconds the forward waited in acquire_params for a range's weight refresh (not hidden).
+  double exposed_refresh_seconds() const { return exposed_refresh_s_; }
+  // Non-finite quantization blocks seen by qwZ/qgZ on this rank (of the collectives completed).
   std::size_t nonfinite_quant_blocks() const { return nonfinite_blocks_; }
 
  private:
@@ -68,34 +91,43 @@ class EngineParamSource final : public ParamSource {
     std::vector<float> full;  // (padded range) fp32, what the model accumulates into
     WeightBuffer send;        // compute-dtype copy sent in bf16 mode
     WeightBuffer shard;       // compute-dtype (or fp32 for qgZ) reduced shard
-    Work work;
+    QuantStats stats;         // of the reduction, complete once `work` is
+    Work work;                // the reduction and the addition into the G shard
     bool in_flight = false;
   };
 
   void issue_gather(int pos);
   void wait_gather(int pos);
+  void wait_refresh(int range);
   GradSlot& free_slot();
   void complete(GradSlot& slot);
 
-  Mesh& mesh_;
   ShardedState& state_;
   const ShardLayout& layout_;
   const ParameterLayout& params_;
+  CollectiveIssuer& issuer_;
   const DType dtype_;
   const int depth_;
-  const bool qwz_, qgz_;
-  QuantOptions qwz_opts_, qgz_opts_;
+  const bool qgz_;
   std::vector<Acquisition> forward_, backward_;
+  GradFinal on_grad_final_;
 
   bool in_backward_ = false;
+  bool last_ = false;
+  bool poison_ = false;
+  float poison_value_ = 0;
+  int poison_range_ = -1;
+  const std::vector<Work>* weights_ready_ = nullptr;
   std::size_t cursor_ = 0;  // next acquisition of the current pass
   std::size_t issued_ = 0;  // gathers issued for positions < issued_ of the current pass
   std::vector<WeightBuffer> ring_;
   std::vector<Work> ring_work_;
+  std::vector<QuantStats> ring_stats_;
   std::vector<float> compute_;  // fp32 copy of the acquired range (bf16 mode)
   std::vector<std::unique_ptr<GradSlot>> slots_;
   std::deque<GradSlot*> in_flight_;
   double exposed_gather_s_ = 0;
+  double exposed_refresh_s_ = 0;
   std::size_t nonfinite_blocks_ = 0;
 };
 

@@ -1,14 +1,17 @@
 #include "engine/sharded_engine.hpp"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <limits>
 
 #include "core/error.hpp"
+#include "engine/decay_segments.hpp"
 #include "model/flops.hpp"
 #include "model/range_schedule.hpp"
 #include "optim/grad_clip.hpp"
+#include "quant/run_collective.hpp"
 
 namespace tz {
 namespace {
@@ -30,156 +33,252 @@ ShardedEngine::ShardedEngine(Mesh& mesh, const GptConfig& config, const Partitio
   const Topology& topo = mesh.topology();
   plan.validate_world(topo, mesh.world().size());
   layout_ = std::make_unique<ShardLayout>(range_specs(model_.layout()), topo, plan);
-  const AcquisitionOrder order{forward_acquire_order(config), backward_acquire_order(config)};
+  const AcquisitionOrder order{forward_acquire_order(config), backward_acquire_order(config),
+                               grads_ready_order(config)};
   schedule_ = std::make_unique<StepSchedule>(*layout_, order);
   state_ = std::make_unique<ShardedState>(*layout_, model_.layout(), mesh.world().rank(), options.seed);
-  source_ = std::make_unique<EngineParamSource>(mesh, *state_, model_.layout(), order.forward, order.backward,
-                                                schedule_->reused_in_backward());
+  issuer_ = std::make_unique<CollectiveIssuer>(mesh, *layout_);
+  issuer_->set_tracing(options.trace_collectives);
+  source_ = std::make_unique<EngineParamSource>(
+      *state_, model_.layout(), *issuer_, order.forward, order.backward, schedule_->reused_in_backward(),
+      [this](int range, const Work& ready) { start_boundary_reduce(range, ready); });
   if (layout_->boundary_reduce_tiers() != 0 ||
       layout_->domain(ModelState::grad) != layout_->domain(ModelState::optim))
     o_grad_.assign(layout_->state_shard_numel(ModelState::optim), 0.0f);
   refresh_ = WeightBuffer(state_->compute_dtype(), layout_->state_shard_numel(ModelState::optim));
+  boundary_work_.resize(layout_->num_ranges());
+  refresh_work_.resize(layout_->num_ranges());
   inputs_.resize(static_cast<std::size_t>(model_.batch()) * model_.seq());
   targets_.resize(inputs_.size());
   // Sub-communicators are created collectively: make every one the step uses now, in one order.
   for (int t = 0; t < topo.num_tiers(); ++t) mesh.tier(t);
-  for (const auto& c : schedule_->collectives())  // flat plans: the groups of their flat steps
-    for (const auto& s : c.steps)
-      if (layout_->runs_flat(s.tiers)) mesh.flat_group(s.tiers);
+  for (const auto& c : schedule_->collectives()) mesh.prepare(c.plan, c.request.tiers);
+  ledger_tiers_ = mesh.ledger().snapshot();
+  ledger_kinds_ = mesh.ledger().snapshot_by_kind();
 }
 
-void ShardedEngine::all_reduce_scalar(double* value, TierSet tiers) {
-  // A scalar cannot be split: it is all-reduced tier by tier, inner first (StepSchedule's scalars).
-  const Topology& topo = mesh_.topology();
-  for (int t = 0; t < topo.num_tiers(); ++t)
-    if ((tiers & tier_bit(t)) && topo.tier(t).fanout > 1)
-      mesh_.tier(t).all_reduce(value, value, 1, DType::f64).wait();
+ShardedEngine::~ShardedEngine() {
+  // Collectives still in flight write into buffers owned here: let them land (errors are moot now).
+  for (auto* works : {&boundary_work_, &refresh_work_})
+    for (Work& w : *works) {
+      try {
+        w.wait();
+      } catch (...) {
+      }
+    }
+  try {
+    loss_work_.wait();
+  } catch (...) {
+  }
+}
+
+void ShardedEngine::settle() {
+  for (Work& w : refresh_work_) w.wait();
+}
+
+float* ShardedEngine::o_grad(int range) {
+  // When G and O share a domain they share a layout: the G shard is the O-shard gradient.
+  float* base = o_grad_.empty() ? state_->grad().data() : o_grad_.data();
+  return base + state_->local(ModelState::optim, range);
+}
+
+void ShardedEngine::start_boundary_reduce(int r, const Work& ready) {
+  ShardedState& S = *state_;
+  Work w = ready;
+  if (!o_grad_.empty())
+    w = issuer_->issue(CollectivePurpose::grad_boundary_reduce, r,
+                       S.grad().data() + S.local(ModelState::grad, r), o_grad(r), nullptr, w);
+  if (mesh_.topology().group_size(layout_->replica_tiers()) > 1)
+    w = issuer_->issue(CollectivePurpose::grad_replica_reduce, r, o_grad(r), o_grad(r), nullptr, w);
+  boundary_work_[r] = w;
 }
 
 EngineStep ShardedEngine::step(const BatchFn& next_batch) {
   const auto t0 = std::chrono::steady_clock::now();
-  const auto traffic0 = mesh_.ledger().snapshot();
   const double exposed0 = source_->exposed_gather_seconds();
+  const double refresh0 = source_->exposed_refresh_seconds();
+  const std::size_t nonfinite_blocks0 = source_->nonfinite_quant_blocks();
   const int accum = layout_->plan().options().grad_accum_steps;
   const int world = mesh_.world().size();
+  const int rank = mesh_.world().rank();
   const float grad_scale = 1.0f / (static_cast<float>(accum) * static_cast<float>(world));
 
   double local_loss = 0;
+  auto compute_end = t0;
   for (int k = 0; k < accum; ++k) {
+    const bool last = k + 1 == accum;
+    issuer_->set_micro_batch(k);
     next_batch(inputs_.data(), targets_.data());
-    source_->begin_forward();
+    source_->begin_forward(refresh_work_);  // done after the first micro-batch
     local_loss += model_.forward(*source_, inputs_.data(), targets_.data());
-    source_->begin_backward();
+    if (last) {
+      // The step's loss is known: sum it while the backward runs (its finiteness is voted on at the
+      // boundary).
+      local_loss /= accum;
+      if (step_ == options_.inject_nan_loss_step && rank == options_.inject_nan_loss_rank)
+        local_loss = std::numeric_limits<double>::quiet_NaN();
+      local_loss_ = loss_sum_ = local_loss;
+      loss_work_ = issuer_->issue(CollectivePurpose::loss_sum, -1, &loss_sum_, &loss_sum_);
+      if (step_ == options_.inject_nan_step && rank == options_.inject_nan_rank)
+        source_->poison_next_gradient(options_.inject_grad_value, options_.inject_grad_range);
+    }
+    source_->begin_backward(last);
     model_.backward(*source_, grad_scale);
+    compute_end = std::chrono::steady_clock::now();
     source_->finish_backward();
   }
-  local_loss /= accum;
-  if (step_ == options_.inject_nan_step && mesh_.world().rank() == options_.inject_nan_rank &&
-      !state_->grad().empty())
-    state_->grad()[0] = std::numeric_limits<float>::quiet_NaN();
 
   EngineStep out;
   out.step = step_;
-  boundary(out, local_loss);
+  out.nonfinite_quant_blocks = source_->nonfinite_quant_blocks() - nonfinite_blocks0;
+  boundary(out, out.nonfinite_quant_blocks);
   ++step_;
-  out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const auto t1 = std::chrono::steady_clock::now();
+  out.seconds = std::chrono::duration<double>(t1 - t0).count();
+  out.exposed_boundary_s = std::chrono::duration<double>(t1 - compute_end).count() +
+                           (source_->exposed_refresh_seconds() - refresh0);
   const double tokens = static_cast<double>(accum) * model_.batch() * model_.seq();
   out.tokens_per_s = tokens * world / out.seconds;
   out.gflops = accum * training_step_flops(model_.config(), model_.batch(), model_.seq()) / out.seconds / 1e9;
   out.exposed_gather_s = source_->exposed_gather_seconds() - exposed0;
-  out.traffic = mesh_.ledger().since(traffic0);
+  out.traffic = issuer_->take_traffic();
+  const TrafficByKey tiers = mesh_.ledger().snapshot(), kinds = mesh_.ledger().snapshot_by_kind();
+  for (const auto& [label, t] : TrafficLedger::difference(tiers, ledger_tiers_))
+    if (auto it = out.traffic.find(label); it != out.traffic.end()) it->second.seconds = t.seconds;
+  out.by_kind = TrafficLedger::difference(kinds, ledger_kinds_);
+  ledger_tiers_ = tiers;
+  ledger_kinds_ = kinds;
+  out.issued = issuer_->take_trace();
   return out;
 }
 
-void ShardedEngine::boundary(EngineStep& out, double local_loss) {
+float ShardedEngine::evaluate(const BatchFn& next_batch, int batches) {
+  TZ_CHECK_GE(batches, 1);
+  // The last step's refresh completes first (the forward would wait for it anyway) and stays in the
+  // next step's ledger window; the evaluation's own collectives are taken out of it below.
+  settle();
+  const TrafficByKey tiers0 = mesh_.ledger().snapshot(), kinds0 = mesh_.ledger().snapshot_by_kind();
+  double loss = 0;
+  for (int k = 0; k < batches; ++k) {
+    next_batch(inputs_.data(), targets_.data());
+    source_->begin_forward(refresh_work_);  // the gathers wait for the last step's refreshes
+    loss += model_.forward(*source_, inputs_.data(), targets_.data());
+  }
+  loss /= batches;
+  issuer_->issue(CollectivePurpose::loss_sum, -1, &loss, &loss).wait();
+  // Evaluation is not part of any step: its collectives are left out of the next step's report.
+  issuer_->take_traffic();
+  issuer_->take_trace();
+  auto exclude = [](TrafficByKey& window_start, const TrafficByKey& during) {
+    for (const auto& [key, t] : during) {
+      TierTraffic& w = window_start[key];
+      w.bytes += t.bytes;
+      w.ops += t.ops;
+      w.seconds += t.seconds;
+    }
+  };
+  exclude(ledger_tiers_, mesh_.ledger().since(tiers0));
+  exclude(ledger_kinds_, mesh_.ledger().since_by_kind(kinds0));
+  return static_cast<float>(loss / mesh_.world().size());
+}
+
+void ShardedEngine::boundary(EngineStep& out, std::size_t quant_blocks) {
   const ShardLayout& L = *layout_;
   const int R = L.num_ranges();
   ShardedState& S = *state_;
-  std::vector<Work> works;
-  auto wait_all = [&] {
-    for (auto& w : works) w.wait();
-    works.clear();
-  };
 
-  // G shard -> O shard, then across the replicas of O. When G and O share a domain they share a layout.
-  float* o_grad = o_grad_.empty() ? S.grad().data() : o_grad_.data();
-  if (!o_grad_.empty()) {
-    const TierSet bt = L.boundary_reduce_tiers();
-    for (int r = 0; r < R; ++r) {
-      const float* g = S.grad().data() + S.local(ModelState::grad, r);
-      float* o = o_grad + S.local(ModelState::optim, r);
-      const std::size_t n = S.span(ModelState::optim, r).numel;
-      works.push_back(L.runs_flat(bt) ? mesh_.flat_group(bt).reduce_scatter(g, o, n, DType::f32)
-                                      : mesh_.reduce_scatter(bt, g, o, n, DType::f32));
-    }
-    wait_all();
+  // Global norm: each O shard once, summed over O's domain (replicas hold the same values). The
+  // per-range sums are added in range order whatever order the reductions finished in.
+  std::vector<double> range_sumsq(R, 0.0);
+  for (int r = 0; r < R; ++r) {
+    boundary_work_[r].wait();
+    boundary_work_[r] = Work();
+    range_sumsq[r] = sum_of_squares(o_grad(r), S.span(ModelState::optim, r).numel);
   }
-  if (mesh_.topology().group_size(L.replica_tiers()) > 1) {
-    for (int r = 0; r < R; ++r) {
-      float* g = o_grad + S.local(ModelState::optim, r);
-      const std::size_t n = S.span(ModelState::optim, r).numel;
-      works.push_back(L.runs_flat(L.replica_tiers())
-                          ? mesh_.flat_group(L.replica_tiers()).all_reduce(g, g, n, DType::f32)
-                          : mesh_.all_reduce(L.replica_tiers(), g, g, n, DType::f32));
-    }
-    wait_all();
-  }
-
-  // Global norm: each O shard once, summed over O's domain (replicas hold the same values).
   double sumsq = 0;
-  for (int r = 0; r < R; ++r)
-    sumsq += sum_of_squares(o_grad + S.local(ModelState::optim, r), S.span(ModelState::optim, r).numel);
-  all_reduce_scalar(&sumsq, L.norm_tiers());
+  for (double x : range_sumsq) sumsq += x;
+  issuer_->issue(CollectivePurpose::grad_norm, -1, &sumsq, &sumsq).wait();
   out.grad_norm = std::sqrt(sumsq);
-  double nonfinite = (std::isfinite(local_loss) && std::isfinite(out.grad_norm)) ? 0.0 : 1.0;
-  all_reduce_scalar(&nonfinite, tiers_up_to(mesh_.topology().num_tiers() - 1));
-  out.skipped = nonfinite > 0;
   out.lr = lr_at(options_.schedule, step_ - skipped_);
 
-  if (!out.skipped) {
-    AdamWParams hp = options_.adamw;
-    hp.lr = out.lr;
-    const float clip = clip_scale(out.grad_norm, options_.grad_clip);
-    const int adam_step = step_ - skipped_ + 1;
+  AdamWParams hp = options_.adamw;
+  hp.lr = out.lr;
+  const float clip = clip_scale(out.grad_norm, options_.grad_clip);
+  const int adam_step = step_ - skipped_ + 1;
+  auto segments_of = [&](int r) {
+    const ShardSpan o = S.span(ModelState::optim, r);
+    return decay_segments(params(), params().range(r).offset + o.offset, o.valid_numel);
+  };
+  if (step_ == options_.inject_nan_optim_step && mesh_.world().rank() == options_.inject_nan_optim_rank)
+    for (int r = 0; r < R; ++r)
+      if (S.span(ModelState::optim, r).valid_numel > 0) {
+        S.adam_m()[S.local(ModelState::optim, r)] = std::numeric_limits<float>::quiet_NaN();
+        break;
+      }
+
+  // The non-finite vote: this rank's counts per place, summed over the world, so that every rank
+  // takes the same decision. The optimizer is checked before anything is written (the same
+  // arithmetic as the update), so a skipped step leaves the state as it was.
+  std::array<double, kNonfiniteVoteCount> vote{};
+  vote[0] = std::isfinite(local_loss_) ? 0.0 : 1.0;
+  vote[1] = std::isfinite(out.grad_norm) ? 0.0 : 1.0;
+  vote[2] = static_cast<double>(quant_blocks);
+  if (vote[1] == 0)
     for (int r = 0; r < R; ++r) {
-      const ShardSpan sp = S.span(ModelState::optim, r);
-      if (sp.valid_numel == 0) continue;
+      const ShardSpan o = S.span(ModelState::optim, r);
+      if (o.valid_numel == 0) continue;
       const std::size_t at = S.local(ModelState::optim, r);
-      const auto segments = params().decay_segments(params().range(r).offset + sp.offset, sp.valid_numel);
-      adamw_update(S.master().data() + at, o_grad + at, S.adam_m().data() + at, S.adam_v().data() + at,
-                   segments, sp.valid_numel, adam_step, hp, clip);
+      vote[3] += static_cast<double>(
+          adamw_nonfinite_count(S.master().data() + at, o_grad(r), S.adam_m().data() + at,
+                                S.adam_v().data() + at, segments_of(r), o.valid_numel, adam_step, hp, clip));
     }
-    // Refresh W from the new master weights: gather over (tW, tO], or slice when W is no coarser than O.
+  issuer_->issue(CollectivePurpose::nonfinite_flag, -1, vote.data(), vote.data()).wait();
+  out.nonfinite = {.loss_ranks = static_cast<std::uint64_t>(vote[0]),
+                   .grad_ranks = static_cast<std::uint64_t>(vote[1]),
+                   .quant_blocks = static_cast<std::uint64_t>(vote[2]),
+                   .optim_values = static_cast<std::uint64_t>(vote[3])};
+  out.skipped = out.nonfinite.any();
+
+  if (!out.skipped) {
     const DType dtype = S.compute_dtype();
-    to_compute_dtype(refresh_.at(0), dtype, S.master().data(), S.master().size());
-    const TierSet rt = L.refresh_gather_tiers();
+    const bool gathered = mesh_.topology().group_size(L.refresh_gather_tiers()) > 1;
     for (int r = 0; r < R; ++r) {
       const ShardSpan o = S.span(ModelState::optim, r), w = S.span(ModelState::w_fwd, r);
+      const std::size_t at = S.local(ModelState::optim, r);
+      if (o.valid_numel > 0)
+        adamw_update(S.master().data() + at, o_grad(r), S.adam_m().data() + at, S.adam_v().data() + at,
+                     segments_of(r), o.valid_numel, adam_step, hp, clip);
+      // Refresh W from the new master weights at once: gather over (tW, tO] (left in flight for the
+      // next forward), or slice when W is no coarser than O.
+      refresh_work_[r].wait();  // the previous refresh read this range's buffer (long done)
+      to_compute_dtype(refresh_.at(at), dtype, S.master().data() + at, o.numel);
       std::byte* dst = S.w_fwd().at(S.local(ModelState::w_fwd, r));
-      const std::byte* src = refresh_.at(S.local(ModelState::optim, r));
-      if (mesh_.topology().group_size(rt) > 1) {
-        works.push_back(L.runs_flat(rt) ? mesh_.flat_group(rt).all_gather(src, dst, o.numel, dtype)
-                                        : mesh_.all_gather(rt, src, dst, o.numel, dtype));
+      const std::byte* src = refresh_.at(at);
+      if (gathered) {
+        refresh_work_[r] = issuer_->issue(CollectivePurpose::weight_refresh, r, src, dst);
       } else {
         TZ_CHECK(w.offset >= o.offset && w.offset + w.numel <= o.offset + o.numel,
                  "W shard of range {} outside its O shard", r);
         std::copy_n(src + (w.offset - o.offset) * dtype_bytes(dtype), w.numel * dtype_bytes(dtype), dst);
       }
     }
-    wait_all();
   } else {
     ++skipped_;
   }
   std::fill(S.grad().begin(), S.grad().end(), 0.0f);
 
-  double loss = local_loss;
-  all_reduce_scalar(&loss, tiers_up_to(mesh_.topology().num_tiers() - 1));
-  out.loss = static_cast<float>(loss / mesh_.world().size());
-  if (out.skipped && skipped_ > options_.max_nonfinite_steps)
-    throw std::runtime_error(
-        fmt::format("training stopped at step {}: {} steps had a non-finite loss or gradient norm "
-                    "(max_nonfinite_steps = {})",
-                    step_, skipped_, options_.max_nonfinite_steps));
+  loss_work_.wait();
+  out.loss = static_cast<float>(loss_sum_ / mesh_.world().size());
+  if (out.skipped && skipped_ > options_.max_nonfinite_steps) {
+    const NonfiniteVote& v = out.nonfinite;
+    // Steps are counted from 1 in messages, as in the step log lines.
+    throw TrainingError(fmt::format(
+        "training stopped at step {}: {} steps were non-finite (max_nonfinite_steps = {}); this step: "
+        "non-finite loss on {} rank(s), gradient norm on {} rank(s), {} quantized block(s), {} optimizer "
+        "value(s)",
+        step_ + 1, skipped_, options_.max_nonfinite_steps, v.loss_ranks, v.grad_ranks, v.quant_blocks,
+        v.optim_values));
+  }
 }
 
 MemoryPlan ShardedEngine::predicted_memory() const {
@@ -212,6 +311,61 @@ std::vector<float> ShardedEngine::gather_master_params() {
     std::copy_n(padded.data(), params().range(r).numel, flat.data() + params().range(r).offset);
   }
   return flat;
+}
+
+std::span<const float> ShardedEngine::optim_values(OptimValue which, int range) const {
+  const std::vector<float>& buf = which == OptimValue::master   ? state_->master()
+                                  : which == OptimValue::adam_m ? state_->adam_m()
+                                                                : state_->adam_v();
+  return {buf.data() + state_->local(ModelState::optim, range), optim_span(range).valid_numel};
+}
+
+void ShardedEngine::restore(int steps_done, int skipped_steps, const StateReader& read) {
+  TZ_CHECK(steps_done >= 0 && skipped_steps >= 0 && skipped_steps <= steps_done,
+           "restore at step {}, {} skipped", steps_done, skipped_steps);
+  settle();  // a refresh in flight would write the W shards this overwrites
+  ShardedState& S = *state_;
+  const DType dtype = S.compute_dtype();
+  constexpr std::size_t kChunk = std::size_t{1} << 18;  // elements converted at a time: bounded memory
+  std::vector<float> tmp;
+  // A weight shard: the compute-dtype rounding of the master weights it covers, taken from this rank's
+  // restored O shard when it lies inside it, else read.
+  auto fill_weights = [&](ModelState s, WeightBuffer& buf, int r) {
+    const ShardSpan w = S.span(s, r), o = S.span(ModelState::optim, r);
+    std::byte* dst = buf.at(S.local(s, r));
+    std::fill(dst, dst + w.numel * dtype_bytes(dtype), std::byte{0});
+    const bool inside = w.offset >= o.offset && w.offset + w.valid_numel <= o.offset + o.valid_numel;
+    for (std::size_t at = 0; at < w.valid_numel; at += kChunk) {
+      const std::size_t n = std::min(kChunk, w.valid_numel - at);
+      const float* src;
+      if (inside) {
+        src = S.master().data() + S.local(ModelState::optim, r) + (w.offset - o.offset) + at;
+      } else {
+        tmp.resize(n);
+        read(OptimValue::master, r, w.offset + at, n, tmp.data());
+        src = tmp.data();
+      }
+      to_compute_dtype(dst + at * dtype_bytes(dtype), dtype, src, n);
+    }
+  };
+  for (int r = 0; r < layout_->num_ranges(); ++r) {
+    const ShardSpan o = S.span(ModelState::optim, r);
+    const std::size_t at = S.local(ModelState::optim, r);
+    for (auto [which, buf] : {std::pair{OptimValue::master, &S.master()},
+                              {OptimValue::adam_m, &S.adam_m()},
+                              {OptimValue::adam_v, &S.adam_v()}}) {
+      std::fill(buf->begin() + at, buf->begin() + at + o.numel, 0.0f);
+      if (o.valid_numel > 0) read(which, r, o.offset, o.valid_numel, buf->data() + at);
+    }
+  }
+  for (int r = 0; r < layout_->num_ranges(); ++r) {
+    fill_weights(ModelState::w_fwd, S.w_fwd(), r);
+    if (S.w_bwd().numel() > 0) fill_weights(ModelState::w_bwd, S.w_bwd(), r);
+  }
+  std::fill(S.grad().begin(), S.grad().end(), 0.0f);
+  std::fill(o_grad_.begin(), o_grad_.end(), 0.0f);
+  step_ = steps_done;
+  skipped_ = skipped_steps;
 }
 
 }  // namespace tz

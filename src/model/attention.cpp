@@ -5,19 +5,18 @@
 //            dQ = dS K,  dK = dS^T Q.
 // Causal tiling: rows are taken in tiles of kTile; a tile of rows [t0, t1) needs keys [0, t1) only, so
 // every product runs on the lower-left part of the matrix (about 5/8 of the dense work at T = 256).
-// Each (b, h) pair is independent; pairs are spread over the kernel threads, each calling single-
-// threaded sgemm. Bytes: qkv read once forward and twice backward; P (B H T T floats) written
-// forward, read backward.
-#include <cblas.h>
-
+// Each (b, h) pair is independent; pairs are spread over the kernel threads, each running its
+// products on its own thread (gemm with serial set). Bytes: qkv read once forward and twice backward; P (B H
+// T T floats) written forward, read backward.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <vector>
 
+#include "core/parallel_for.hpp"
+#include "model/gemm.hpp"
 #include "model/layers.hpp"
 #include "model/simd.hpp"
-#include "model/thread_pool.hpp"
 
 namespace tz {
 namespace {
@@ -92,15 +91,33 @@ void head_forward(float* out, float* att, const float* qkv, int b, int h, int T,
   for (int t0 = 0; t0 < T; t0 += kTile) {
     const int t1 = std::min(T, t0 + kTile), m = t1 - t0;
     float* at = a + static_cast<std::size_t>(t0) * T;
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, t1, hs, scale,
-                q + static_cast<std::size_t>(t0) * ld, ld, k, ld, 0.0f, at, T);
+    gemm({.trans_b = true,
+          .M = m,
+          .N = t1,
+          .K = hs,
+          .alpha = scale,
+          .A = q + static_cast<std::size_t>(t0) * ld,
+          .lda = ld,
+          .B = k,
+          .ldb = ld,
+          .C = at,
+          .ldc = T,
+          .serial = true});
     for (int t = t0; t < t1; ++t) {
       float* row = a + static_cast<std::size_t>(t) * T;
       fast ? softmax_row_avx2(row, t + 1) : softmax_row_ref(row, t + 1);
       std::fill(row + t + 1, row + t1, 0.0f);
     }
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, hs, t1, 1.0f, at, T, v, ld, 0.0f,
-                o + static_cast<std::size_t>(t0) * C, C);
+    gemm({.M = m,
+          .N = hs,
+          .K = t1,
+          .A = at,
+          .lda = T,
+          .B = v,
+          .ldb = ld,
+          .C = o + static_cast<std::size_t>(t0) * C,
+          .ldc = C,
+          .serial = true});
   }
 }
 
@@ -122,8 +139,29 @@ void head_backward(float* dqkv, const float* dout, const float* qkv, const float
     const int t1 = std::min(T, t0 + kTile), m = t1 - t0;
     const float* at = a + static_cast<std::size_t>(t0) * T;
     const float* dOt = dO + static_cast<std::size_t>(t0) * C;
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, t1, hs, 1.0f, dOt, C, v, ld, 0.0f, dp, T);
-    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, t1, hs, m, 1.0f, at, T, dOt, C, 1.0f, dv, ld);
+    gemm({.trans_b = true,
+          .M = m,
+          .N = t1,
+          .K = hs,
+          .A = dOt,
+          .lda = C,
+          .B = v,
+          .ldb = ld,
+          .C = dp,
+          .ldc = T,
+          .serial = true});
+    gemm({.trans_a = true,
+          .M = t1,
+          .N = hs,
+          .K = m,
+          .A = at,
+          .lda = T,
+          .B = dOt,
+          .ldb = C,
+          .beta = 1.0f,
+          .C = dv,
+          .ldc = ld,
+          .serial = true});
     for (int t = t0; t < t1; ++t) {
       float* row = dp + static_cast<std::size_t>(t - t0) * T;
       const float* prow = a + static_cast<std::size_t>(t) * T;
@@ -131,17 +169,34 @@ void head_backward(float* dqkv, const float* dout, const float* qkv, const float
            : softmax_backward_row_ref(row, prow, t + 1, scale);
       std::fill(row + t + 1, row + t1, 0.0f);
     }
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, hs, t1, 1.0f, dp, T, k, ld, 0.0f,
-                dq + static_cast<std::size_t>(t0) * ld, ld);
-    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, t1, hs, m, 1.0f, dp, T,
-                q + static_cast<std::size_t>(t0) * ld, ld, 1.0f, dk, ld);
+    gemm({.M = m,
+          .N = hs,
+          .K = t1,
+          .A = dp,
+          .lda = T,
+          .B = k,
+          .ldb = ld,
+          .C = dq + static_cast<std::size_t>(t0) * ld,
+          .ldc = ld,
+          .serial = true});
+    gemm({.trans_a = true,
+          .M = t1,
+          .N = hs,
+          .K = m,
+          .A = dp,
+          .lda = T,
+          .B = q + static_cast<std::size_t>(t0) * ld,
+          .ldb = ld,
+          .beta = 1.0f,
+          .C = dk,
+          .ldc = ld,
+          .serial = true});
   }
 }
 
 }  // namespace
 
 void attention_forward(float* out, float* att, const float* qkv, int B, int T, int C, int H) {
-  BlasSingleThreadScope single;
   parallel_for(static_cast<std::size_t>(B) * H, 1, [&](std::size_t p0, std::size_t p1) {
     for (std::size_t p = p0; p < p1; ++p)
       head_forward(out, att, qkv, static_cast<int>(p / H), static_cast<int>(p % H), T, C, H);
@@ -150,7 +205,6 @@ void attention_forward(float* out, float* att, const float* qkv, int B, int T, i
 
 void attention_backward(float* dqkv, const float* dout, const float* qkv, const float* att, int B, int T,
                         int C, int H) {
-  BlasSingleThreadScope single;
   parallel_for(static_cast<std::size_t>(B) * H, 1, [&](std::size_t p0, std::size_t p1) {
     thread_local std::vector<float> dp;  // this worker's kTile x T scratch, kept across calls
     if (dp.size() < static_cast<std::size_t>(kTile) * T) dp.resize(static_cast<std::size_t>(kTile) * T);

@@ -6,9 +6,9 @@
 #include <cmath>
 
 #include "core/error.hpp"
+#include "core/parallel_for.hpp"
 #include "model/layers.hpp"
 #include "model/simd.hpp"
-#include "model/thread_pool.hpp"
 
 namespace tz {
 namespace {

@@ -1,8 +1,8 @@
 // Token + position embedding. Forward reads one row of wte per token and the row of wpe for its
 // position; backward scatters the output gradient back into those rows (B*T*C adds each way).
 #include "core/error.hpp"
+#include "core/parallel_for.hpp"
 #include "model/layers.hpp"
-#include "model/thread_pool.hpp"
 
 namespace tz {
 

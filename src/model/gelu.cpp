@@ -4,9 +4,9 @@
 // Elementwise over n floats; the fast path evaluates tanh with an AVX2 exp (simd.hpp) on all threads.
 #include <cmath>
 
+#include "core/parallel_for.hpp"
 #include "model/layers.hpp"
 #include "model/simd.hpp"
-#include "model/thread_pool.hpp"
 
 namespace tz {
 namespace {

@@ -5,8 +5,8 @@
 #include <limits>
 
 #include "core/error.hpp"
+#include "model/kernel_threads.hpp"
 #include "model/layers.hpp"
-#include "model/thread_pool.hpp"
 
 namespace tz {
 
@@ -65,17 +65,20 @@ Gpt::Gpt(const GptConfig& config, int B, int T, GptOptions options)
 void Gpt::block_forward(const BlockView<const float>& w, const float* x_in, const BlockActs& a,
                         float* x_out) {
   const int N = B_ * T_, C = config().n_embd, H = config().n_head;
-  layernorm_forward(a.ln1, a.ln1_mean, a.ln1_rstd, x_in, w.ln1_w, w.ln1_b, N, C);
-  matmul_forward(a.qkv, a.ln1, w.qkv_w, w.qkv_b, N, C, 3 * C);
-  attention_forward(a.atty, a.att, a.qkv, B_, T_, C, H);
-  matmul_forward(a.res2, a.atty, w.attn_proj_w, w.attn_proj_b, N, C, C);
-  residual_forward(a.res2, a.res2, x_in, static_cast<long>(N) * C);
-  layernorm_forward(a.ln2, a.ln2_mean, a.ln2_rstd, a.res2, w.ln2_w, w.ln2_b, N, C);
-  matmul_forward(a.fch, a.ln2, w.fc_w, w.fc_b, N, C, 4 * C);
-  gelu_forward(a.fch_gelu, a.fch, static_cast<long>(N) * 4 * C);
+  using S = LayerSlot;
+  timed(S::layernorm,
+        [&] { layernorm_forward(a.ln1, a.ln1_mean, a.ln1_rstd, x_in, w.ln1_w, w.ln1_b, N, C); });
+  timed(S::qkv, [&] { matmul_forward(a.qkv, a.ln1, w.qkv_w, w.qkv_b, N, C, 3 * C); });
+  timed(S::attention, [&] { attention_forward(a.atty, a.att, a.qkv, B_, T_, C, H); });
+  timed(S::attn_proj, [&] { matmul_forward(a.res2, a.atty, w.attn_proj_w, w.attn_proj_b, N, C, C); });
+  timed(S::residual, [&] { residual_forward(a.res2, a.res2, x_in, static_cast<long>(N) * C); });
+  timed(S::layernorm,
+        [&] { layernorm_forward(a.ln2, a.ln2_mean, a.ln2_rstd, a.res2, w.ln2_w, w.ln2_b, N, C); });
+  timed(S::fc, [&] { matmul_forward(a.fch, a.ln2, w.fc_w, w.fc_b, N, C, 4 * C); });
+  timed(S::gelu, [&] { gelu_forward(a.fch_gelu, a.fch, static_cast<long>(N) * 4 * C); });
   if (x_out) {
-    matmul_forward(x_out, a.fch_gelu, w.mlp_proj_w, w.mlp_proj_b, N, 4 * C, C);
-    residual_forward(x_out, x_out, a.res2, static_cast<long>(N) * C);
+    timed(S::mlp_proj, [&] { matmul_forward(x_out, a.fch_gelu, w.mlp_proj_w, w.mlp_proj_b, N, 4 * C, C); });
+    timed(S::residual, [&] { residual_forward(x_out, x_out, a.res2, static_cast<long>(N) * C); });
   }
 }
 
@@ -92,7 +95,7 @@ float Gpt::forward(ParamSource& params, const std::int32_t* tokens, const std::i
 
   const int E = ParameterLayout::embeddings_range(), F = layout_.final_ln_range();
   auto emb = embedding_view(layout_, params.acquire_params(E));
-  encoder_forward(x_in_[0], tokens_.data(), emb.wte, emb.wpe, B_, T_, C);
+  timed(LayerSlot::encoder, [&] { encoder_forward(x_in_[0], tokens_.data(), emb.wte, emb.wpe, B_, T_, C); });
   params.release_params(E);
 
   for (int l = 0; l < L; ++l) {
@@ -103,14 +106,18 @@ float Gpt::forward(ParamSource& params, const std::int32_t* tokens, const std::i
   }
 
   auto lnf = final_ln_view(layout_, params.acquire_params(F));
-  layernorm_forward(lnf_, lnf_mean_, lnf_rstd_, x_in_[L], lnf.w, lnf.b, N, C);
+  timed(LayerSlot::layernorm,
+        [&] { layernorm_forward(lnf_, lnf_mean_, lnf_rstd_, x_in_[L], lnf.w, lnf.b, N, C); });
   params.release_params(F);
 
   emb = embedding_view(layout_, params.acquire_params(E));
-  matmul_forward(logits_, lnf_, emb.wte, nullptr, N, C, V);
+  timed(LayerSlot::lm_head, [&] { matmul_forward(logits_, lnf_, emb.wte, nullptr, N, C, V); });
   float loss = std::numeric_limits<float>::quiet_NaN();
   if (targets)
-    loss = static_cast<float>(softmax_cross_entropy_forward(losses_, probs_, logits_, targets_.data(), N, V));
+    timed(LayerSlot::cross_entropy, [&] {
+      loss =
+          static_cast<float>(softmax_cross_entropy_forward(losses_, probs_, logits_, targets_.data(), N, V));
+    });
   params.release_params(E);
   return loss;
 }
@@ -118,16 +125,25 @@ float Gpt::forward(ParamSource& params, const std::int32_t* tokens, const std::i
 void Gpt::block_backward(const BlockView<const float>& w, const BlockView<float>& g, const float* x_in,
                          const BlockActs& a) {
   const int N = B_ * T_, C = config().n_embd, H = config().n_head;
+  using S = LayerSlot;
   // MLP half: x_out = res2 + mlp_proj(gelu(fc(ln_2(res2)))); dres holds d x_out.
-  matmul_backward(dfch_, g.mlp_proj_w, g.mlp_proj_b, dres_, a.fch_gelu, w.mlp_proj_w, N, 4 * C, C);
-  gelu_backward(dfch_, a.fch, dfch_, static_cast<long>(N) * 4 * C);
-  matmul_backward(dln_, g.fc_w, g.fc_b, dfch_, a.ln2, w.fc_w, N, C, 4 * C);
-  layernorm_backward(dres_, g.ln2_w, g.ln2_b, dln_, a.res2, w.ln2_w, a.ln2_mean, a.ln2_rstd, N, C);
+  timed(S::mlp_proj, [&] {
+    matmul_backward(dfch_, g.mlp_proj_w, g.mlp_proj_b, dres_, a.fch_gelu, w.mlp_proj_w, N, 4 * C, C);
+  });
+  timed(S::gelu, [&] { gelu_backward(dfch_, a.fch, dfch_, static_cast<long>(N) * 4 * C); });
+  timed(S::fc, [&] { matmul_backward(dln_, g.fc_w, g.fc_b, dfch_, a.ln2, w.fc_w, N, C, 4 * C); });
+  timed(S::layernorm, [&] {
+    layernorm_backward(dres_, g.ln2_w, g.ln2_b, dln_, a.res2, w.ln2_w, a.ln2_mean, a.ln2_rstd, N, C);
+  });
   // Attention half: res2 = x_in + proj(attn(qkv(ln_1(x_in)))); dres now holds d res2.
-  matmul_backward(datty_, g.attn_proj_w, g.attn_proj_b, dres_, a.atty, w.attn_proj_w, N, C, C);
-  attention_backward(dqkv_, datty_, a.qkv, a.att, B_, T_, C, H);
-  matmul_backward(dln_, g.qkv_w, g.qkv_b, dqkv_, a.ln1, w.qkv_w, N, C, 3 * C);
-  layernorm_backward(dres_, g.ln1_w, g.ln1_b, dln_, x_in, w.ln1_w, a.ln1_mean, a.ln1_rstd, N, C);
+  timed(S::attn_proj, [&] {
+    matmul_backward(datty_, g.attn_proj_w, g.attn_proj_b, dres_, a.atty, w.attn_proj_w, N, C, C);
+  });
+  timed(S::attention, [&] { attention_backward(dqkv_, datty_, a.qkv, a.att, B_, T_, C, H); });
+  timed(S::qkv, [&] { matmul_backward(dln_, g.qkv_w, g.qkv_b, dqkv_, a.ln1, w.qkv_w, N, C, 3 * C); });
+  timed(S::layernorm, [&] {
+    layernorm_backward(dres_, g.ln1_w, g.ln1_b, dln_, x_in, w.ln1_w, a.ln1_mean, a.ln1_rstd, N, C);
+  });
 }
 
 void Gpt::backward(ParamSource& params, float grad_scale) {
@@ -139,16 +155,23 @@ void Gpt::backward(ParamSource& params, float grad_scale) {
 
   // LM head: logits = lnf wte^T. dlogits reuses the logits buffer.
   float* dlogits = logits_;
-  softmax_cross_entropy_backward(dlogits, probs_, targets_.data(), grad_scale / static_cast<float>(N), N, V);
+  backward_pass_ = true;
+  timed(LayerSlot::cross_entropy, [&] {
+    softmax_cross_entropy_backward(dlogits, probs_, targets_.data(), grad_scale / static_cast<float>(N), N,
+                                   V);
+  });
   auto emb = embedding_view(layout_, params.acquire_params(E));
   auto demb = embedding_view(layout_, params.grad_buffer(E));
-  matmul_backward(dln_, demb.wte, nullptr, dlogits, lnf_, emb.wte, N, C, V);
+  timed(LayerSlot::lm_head,
+        [&] { matmul_backward(dln_, demb.wte, nullptr, dlogits, lnf_, emb.wte, N, C, V); });
   params.release_params(E);
 
   auto lnf = final_ln_view(layout_, params.acquire_params(F));
   auto dlnf = final_ln_view(layout_, params.grad_buffer(F));
   std::fill(dres_, dres_ + static_cast<std::size_t>(N) * C, 0.0f);
-  layernorm_backward(dres_, dlnf.w, dlnf.b, dln_, x_in_[L], lnf.w, lnf_mean_, lnf_rstd_, N, C);
+  timed(LayerSlot::layernorm, [&] {
+    layernorm_backward(dres_, dlnf.w, dlnf.b, dln_, x_in_[L], lnf.w, lnf_mean_, lnf_rstd_, N, C);
+  });
   params.release_params(F);
   params.grads_ready(F);
 
@@ -156,13 +179,18 @@ void Gpt::backward(ParamSource& params, float grad_scale) {
     const int r = ParameterLayout::block_range(l);
     auto w = block_view(layout_, params.acquire_params(r));
     auto g = block_view(layout_, params.grad_buffer(r));
-    if (options_.recompute) block_forward(w, x_in_[l], acts_for(l), nullptr);
+    if (options_.recompute) {
+      backward_pass_ = false;
+      block_forward(w, x_in_[l], acts_for(l), nullptr);
+      backward_pass_ = true;
+    }
     block_backward(w, g, x_in_[l], acts_for(l));
     params.release_params(r);
     params.grads_ready(r);
   }
 
-  encoder_backward(demb.wte, demb.wpe, dres_, tokens_.data(), B_, T_, C);
+  timed(LayerSlot::encoder, [&] { encoder_backward(demb.wte, demb.wpe, dres_, tokens_.data(), B_, T_, C); });
+  backward_pass_ = false;
   params.grads_ready(E);
 }
 

@@ -1,4 +1,4 @@
-// The GPT-2 model on CPU (issue 4): token + position embedding, L pre-LayerNorm blocks
+// The GPT-2 model on CPU: token + position embedding, L pre-LayerNorm blocks
 //   x = x + proj(attn(ln_1(x)));  x = x + mlp_proj(gelu(fc(ln_2(x))))
 // final LayerNorm, LM head tied to wte, mean cross-entropy over the B*T positions.
 // The model owns activations for a fixed (B, T) and nothing else: parameters and gradients come
@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "model/gpt_config.hpp"
+#include "model/layer_profile.hpp"
 #include "model/param_source.hpp"
 #include "model/parameter_layout.hpp"
 
@@ -20,6 +21,7 @@ namespace tz {
 struct GptOptions {
   int threads = 1;         // kernel and OpenBLAS threads (set_kernel_threads)
   bool recompute = false;  // activation recomputation per block
+  bool profile = false;    // sum each layer's wall time into profile() (layer_profile.hpp)
 };
 
 class Gpt {
@@ -41,6 +43,9 @@ class Gpt {
   // (B, T, V) logits of the last forward; overwritten by backward.
   const float* logits() const { return logits_; }
   const float* losses() const { return losses_; }  // (B, T) per-position losses of the last forward
+  // Layer times summed since construction or reset_profile() (all zero unless options.profile).
+  const LayerProfile& profile() const { return profile_; }
+  void reset_profile() { profile_ = {}; }
 
  private:
   struct BlockActs {
@@ -50,6 +55,12 @@ class Gpt {
   void block_backward(const BlockView<const float>& w, const BlockView<float>& g, const float* x_in,
                       const BlockActs& a);
   const BlockActs& acts_for(int layer) const { return blocks_[options_.recompute ? 0 : layer]; }
+  // Runs f, timing it into `slot` when profiling (backward_pass_: into the backward column).
+  template <class F>
+  void timed(LayerSlot slot, F&& f) {
+    LayerTimer timer(options_.profile ? &profile_ : nullptr, slot, backward_pass_);
+    f();
+  }
 
   ParameterLayout layout_;
   int B_, T_;
@@ -61,6 +72,8 @@ class Gpt {
   float *dres_, *dln_, *dqkv_, *datty_, *dfch_;  // backward scratch
   std::vector<std::int32_t> tokens_, targets_;
   bool have_targets_ = false;
+  bool backward_pass_ = false;  // inside backward's layer calls (recompute is timed as forward)
+  LayerProfile profile_;
 };
 
 }  // namespace tz

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/counter_rng.hpp"
 #include "core/error.hpp"
-#include "model/counter_rng.hpp"
 
 namespace tz {
 

@@ -1,19 +1,22 @@
 // LayerNorm over the last dimension (C) of N rows, eps = 1e-5:
 //   mean = sum(x)/C, rstd = 1/sqrt(sum((x-mean)^2)/C + eps), n = (x-mean) rstd, y = n w + b.
 // Backward, with g = dy w:  dx += rstd (g - mean(g) - n mean(g n)),  dw += dy n,  db += dy.
-// The fast path splits rows over the kernel threads; the weight gradients are summed per thread into
-// a scratch and added once, so the result does not depend on how rows were split.
+// The fast path splits rows over the kernel threads. Backward sums the weight gradients of fixed
+// 64-row parts (a count set by N alone, never by the thread count) into a scratch each, then adds the
+// parts in order, so the result is bitwise the same for any thread count.
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
+#include "core/parallel_for.hpp"
 #include "model/layers.hpp"
 #include "model/simd.hpp"
-#include "model/thread_pool.hpp"
 
 namespace tz {
 namespace {
 
 constexpr float kEps = 1e-5f;
+constexpr int kBackwardPartRows = 64;  // rows per weight-gradient partial sum
 
 TZ_AVX2 void ln_forward_rows(float* out, float* mean, float* rstd, const float* inp, const float* w,
                              const float* b, std::size_t r0, std::size_t r1, int C) {
@@ -128,7 +131,7 @@ void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* 
   if (!simd::have_avx2_fma())
     return layernorm_backward_ref(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C);
   // Fixed split into `parts` row ranges, each with its own weight-gradient partial sums.
-  const int parts = std::min(kernel_threads(), std::max(1, N / 16));
+  const int parts = std::max(1, (N + kBackwardPartRows - 1) / kBackwardPartRows);
   thread_local std::vector<float> partial;
   partial.assign(static_cast<std::size_t>(parts) * 2 * C, 0.0f);
   float* partial_base = partial.data();  // thread_local: workers must not name `partial` themselves

@@ -1,40 +1,43 @@
-// Linear layer out = inp W^T + b with W stored (OC, C). All three products go to BLAS sgemm:
-//   forward   out (N, OC)  = inp (N, C) W^T           2 N C OC FLOPs
+// Linear layer out = inp W^T + b with W stored (OC, C). All three products are gemm (model/gemm.hpp):
+//   forward   out (N, OC)  = inp (N, C) W^T + b       2 N C OC FLOPs (the bias is added as C is stored)
 //   backward  dinp (N, C)  = dout (N, OC) W (OC, C)   2 N C OC
-//             dW (OC, C)  += dout^T inp               2 N C OC
-// The bias is broadcast into `out` first and sgemm adds onto it (beta = 1); dbias is a column sum.
-#include <cblas.h>
-
-#include <cstring>
-
+//             dW (OC, C)  += dout^T inp               2 N C OC (dbias, the column sums of dout, are
+//                                                     summed while dout^T is packed for this product)
+#include "model/gemm.hpp"
 #include "model/layers.hpp"
-#include "model/thread_pool.hpp"
 
 namespace tz {
 
 void matmul_forward(float* out, const float* inp, const float* weight, const float* bias, int N, int C,
                     int OC) {
-  if (bias) {
-    parallel_for(N, 64, [&](std::size_t r0, std::size_t r1) {
-      for (std::size_t r = r0; r < r1; ++r) std::memcpy(out + r * OC, bias, sizeof(float) * OC);
-    });
-  }
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, OC, C, 1.0f, inp, C, weight, C, bias ? 1.0f : 0.0f,
-              out, OC);
+  gemm({.trans_b = true,
+        .M = N,
+        .N = OC,
+        .K = C,
+        .A = inp,
+        .lda = C,
+        .B = weight,
+        .ldb = C,
+        .C = out,
+        .ldc = OC,
+        .bias = bias});
 }
 
 void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
                      const float* weight, int N, int C, int OC) {
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, C, OC, 1.0f, dout, OC, weight, C, 0.0f, dinp, C);
-  cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, OC, C, N, 1.0f, dout, OC, inp, C, 1.0f, dweight, C);
-  if (dbias) {
-    parallel_for(OC, 64, [&](std::size_t o0, std::size_t o1) {
-      for (int r = 0; r < N; ++r) {
-        const float* d = dout + static_cast<std::size_t>(r) * OC;
-        for (std::size_t o = o0; o < o1; ++o) dbias[o] += d[o];
-      }
-    });
-  }
+  gemm({.M = N, .N = C, .K = OC, .A = dout, .lda = OC, .B = weight, .ldb = C, .C = dinp, .ldc = C});
+  gemm({.trans_a = true,
+        .M = OC,
+        .N = C,
+        .K = N,
+        .A = dout,
+        .lda = OC,
+        .B = inp,
+        .ldb = C,
+        .beta = 1.0f,
+        .C = dweight,
+        .ldc = C,
+        .a_row_sums = dbias});
 }
 
 void matmul_forward_ref(float* out, const float* inp, const float* weight, const float* bias, int N, int C,

@@ -10,9 +10,7 @@
 
 namespace tz {
 
+// InputError naming the file when it cannot be written completely.
 void write_parameter_file(const std::string& path, const ParameterLayout& layout, const float* params);
-// Reads PATH written by write_parameter_file; InputError naming the file if it is missing, has the
-// wrong size, or its sidecar describes another model.
-std::vector<float> read_parameter_file(const std::string& path, const ParameterLayout& layout);
 
 }  // namespace tz

@@ -77,22 +77,4 @@ std::size_t ParameterLayout::wpe_range_offset() const {
   return tensors_[1].range_offset;
 }
 
-std::vector<DecaySegment> ParameterLayout::decay_segments(std::size_t offset, std::size_t numel) const {
-  TZ_CHECK_LE(offset + numel, total_);
-  std::vector<DecaySegment> out;
-  const std::size_t end = offset + numel;
-  // Tensors are sorted by offset: find the first that ends after `offset`.
-  auto it = std::upper_bound(tensors_.begin(), tensors_.end(), offset,
-                             [](std::size_t off, const ParamTensor& t) { return off < t.offset + t.numel; });
-  for (; it != tensors_.end() && it->offset < end; ++it) {
-    std::size_t b = std::max(offset, it->offset), e = std::min(end, it->offset + it->numel);
-    if (!out.empty() && out.back().decay == it->weight_decay) {
-      out.back().numel += e - b;
-    } else {
-      out.push_back({b - offset, e - b, it->weight_decay});
-    }
-  }
-  return out;
-}
-
 }  // namespace tz

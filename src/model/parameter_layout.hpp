@@ -1,5 +1,5 @@
 // Parameter layout of the GPT model: one flat fp32 buffer cut into RANGES, each range cut into
-// TENSORS (llm.c's ParameterTensors, STYLE "The central objects"). The sharded engine holds a shard of
+// TENSORS (as llm.c's ParameterTensors). The sharded engine holds a shard of
 // each range (an offset and a length into it), gathers a block's range just before the block runs,
 // and reduce-scatters its gradient right after; so each transformer block is one contiguous range.
 //
@@ -40,14 +40,6 @@ struct ParamTensor {
   std::vector<std::size_t> shape;
   bool weight_decay = false;
   bool tied = false;
-};
-
-// A run of elements of the flat buffer with one weight-decay flag. `offset` is relative to the start
-// of the slice it was asked for (see ParameterLayout::decay_segments).
-struct DecaySegment {
-  std::size_t offset = 0;
-  std::size_t numel = 0;
-  bool decay = false;
 };
 
 // The tensors of one transformer block, in range order; index into ParameterLayout::block_tensor_offsets().
@@ -91,10 +83,6 @@ class ParameterLayout {
   std::size_t block_tensor_offset(BlockTensor t) const { return block_offsets_[static_cast<int>(t)]; }
   std::size_t wte_range_offset() const { return 0; }
   std::size_t wpe_range_offset() const;
-
-  // The weight-decay runs that intersect [offset, offset + numel) of the flat buffer, in order,
-  // clipped to it, with offsets relative to `offset`; adjacent runs with the same flag are merged.
-  std::vector<DecaySegment> decay_segments(std::size_t offset, std::size_t numel) const;
 
  private:
   GptConfig config_;

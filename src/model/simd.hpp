@@ -5,13 +5,14 @@
 
 #include <immintrin.h>
 
+#include "core/cpu_features.hpp"
+
 #define TZ_AVX2 __attribute__((target("avx2,fma")))
 
 namespace tz::simd {
 
 inline bool have_avx2_fma() {
-  static const bool yes = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  return yes;
+  return cpu_features().avx2 && cpu_features().fma;
 }
 
 // exp(x) for 8 floats: range reduction x = n ln2 + r, |r| <= ln2/2, then a degree-6 polynomial

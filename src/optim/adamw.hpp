@@ -4,13 +4,16 @@
 //   p -= lr * wd * p                       (only where the decay flag is set)
 //   m  = b1 m + (1 - b1) g;  v = b2 v + (1 - b2) g^2
 //   p -= lr / (1 - b1^s) * m / (sqrt(v) / sqrt(1 - b2^s) + eps)
+// With decoupled = false it is Adam with L2 regularisation instead, as torch.optim.Adam and DeepSpeed's
+// Adam with adam_w_mode false compute it: no decoupled step, the decay enters the gradient,
+//   g = grads[i] * grad_scale + wd * p     (only where the decay flag is set)
 // Reads params, grads, m, v and writes params, m, v: 5 x 4 bytes + 3 x 4 bytes per element.
 #pragma once
 
 #include <cstddef>
 #include <span>
 
-#include "model/parameter_layout.hpp"
+#include "optim/decay_segment.hpp"
 
 namespace tz {
 
@@ -20,6 +23,7 @@ struct AdamWParams {
   float beta2 = 0.95f;
   float eps = 1e-8f;
   float weight_decay = 0.1f;
+  bool decoupled = true;  // AdamW; false: Adam with the decay as an L2 term of the gradient
 };
 
 // Updates n elements. `segments` are the decay runs of this slice (ParameterLayout::decay_segments
@@ -30,5 +34,12 @@ void adamw_update(float* params, const float* grads, float* m, float* v,
 void adamw_update_ref(float* params, const float* grads, float* m, float* v,
                       std::span<const DecaySegment> segments, std::size_t n, int step, const AdamWParams& hp,
                       float grad_scale = 1.0f);
+
+// How many of the n elements adamw_update, given the same arguments, would leave with a non-finite
+// parameter, m or v (same arithmetic, nothing written): the engine asks before updating, so a step
+// whose optimizer state would overflow (or already holds inf/NaN) is skipped with the state intact.
+std::size_t adamw_nonfinite_count(const float* params, const float* grads, const float* m, const float* v,
+                                  std::span<const DecaySegment> segments, std::size_t n, int step,
+                                  const AdamWParams& hp, float grad_scale = 1.0f);
 
 }  // namespace tz

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <vector>
 
-#include "model/thread_pool.hpp"
+#include "core/parallel_for.hpp"
 
 namespace tz {
 namespace {

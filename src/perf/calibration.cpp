@@ -2,7 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <set>
+#include <tuple>
 
 #include "core/error.hpp"
 
@@ -61,7 +64,7 @@ LinkFit fit_tier_link(const nlohmann::json& bench, const std::string& tier_name)
     fail_input("calibration: tier '{}': all-gather time does not grow with size (slope {})", tier_name,
                slope);
   const int p = rows.front().p;
-  LinkFit f{.bandwidth_gbps = 1.0 / slope / 1e9,
+  LinkFit f{.bandwidth_GBps = 1.0 / slope / 1e9,
             .latency_us = intercept / (p - 1) * 1e6,
             .points = int(rows.size())};
   f.rms_relative_error = rms_relative_error(rows, [&](const Row& r) { return intercept + slope * r.x; });
@@ -71,9 +74,9 @@ LinkFit fit_tier_link(const nlohmann::json& bench, const std::string& tier_name)
 ReduceFit fit_tier_reduce(const nlohmann::json& bench, const std::string& tier_name, const LinkFit& link) {
   const std::vector<Row> rows = rows_of(bench, tier_name, "reduce_scatter");
   if (rows.empty()) fail_input("calibration: bench has no reduce_scatter rows for tier '{}'", tier_name);
-  TZ_CHECK(link.bandwidth_gbps > 0, "link of tier {}", tier_name);
+  TZ_CHECK(link.bandwidth_GBps > 0, "link of tier {}", tier_name);
   auto all_gather_s = [&](const Row& r) {
-    return (r.p - 1) * link.latency_us * 1e-6 + r.x / (link.bandwidth_gbps * 1e9);
+    return (r.p - 1) * link.latency_us * 1e-6 + r.x / (link.bandwidth_GBps * 1e9);
   };
   // Extra time e = t_RS - t_AG = x / rho, weighted least squares through the origin (weights 1/t^2).
   double sxx = 0, sxe = 0;
@@ -82,7 +85,7 @@ ReduceFit fit_tier_reduce(const nlohmann::json& bench, const std::string& tier_n
     sxx += wi * r.x * r.x, sxe += wi * r.x * (r.t - all_gather_s(r));
   }
   const double slope = sxe / sxx;  // seconds per byte of reduction; <= 0: no measurable reduction cost
-  ReduceFit f{.reduce_gbps = slope > 0 ? 1.0 / slope / 1e9 : 0.0, .points = int(rows.size())};
+  ReduceFit f{.reduce_GBps = slope > 0 ? 1.0 / slope / 1e9 : 0.0, .points = int(rows.size())};
   f.rms_relative_error =
       rms_relative_error(rows, [&](const Row& r) { return all_gather_s(r) + std::max(slope, 0.0) * r.x; });
   return f;
@@ -100,35 +103,133 @@ double shared_rank_tflops(const HostCompute& host, int local_ranks) {
   return host.tflops_by_threads[threads - 1] * std::min(1.0, double(host.cores) / local_ranks);
 }
 
+nlohmann::json curves_from_bench(const Topology& base, const std::vector<nlohmann::json>& benches,
+                                 const std::vector<std::string>& origins, bool with_native) {
+  TZ_CHECK_EQ(benches.size(), origins.size());
+  struct Key {
+    std::string group, op, library;
+    bool operator<(const Key& o) const {
+      return std::tie(group, op, library) < std::tie(o.group, o.op, o.library);
+    }
+  };
+  struct Acc {
+    std::vector<double> sizes;
+    std::string sizes_from;
+    std::map<int, std::vector<std::vector<double>>> busbw;  // group size -> runs -> per size
+    std::set<std::string> files;
+  };
+  std::map<Key, Acc> acc;
+  std::vector<Key> order;
+  for (std::size_t d = 0; d < benches.size(); ++d) {
+    const nlohmann::json& doc = benches[d];
+    if (!doc.contains("results") || !doc["results"].is_array())
+      fail_input("calibration: {} has no 'results' array (use tierzero bench comm --format json)",
+                 origins[d]);
+    std::map<std::pair<Key, int>, std::pair<std::vector<double>, std::vector<double>>> runs;  // sizes, busbw
+    for (const auto& row : doc["results"]) {
+      if (row.value("algorithm", "flat") != "flat") continue;
+      const std::string group = row.at("group").get<std::string>();
+      const int p = row.at("group_size").get<int>();
+      if (p < 2) continue;
+      const std::string op = row.at("op").get<std::string>();
+      const auto& ops = curve_op_names();
+      if (std::find(ops.begin(), ops.end(), op) == ops.end()) continue;  // broadcast: no curve
+      const double size = row.at("size_bytes").get<double>();
+      const double factor = op == "all_reduce" ? 2.0 * (p - 1) / p : double(p - 1) / p;
+      for (const char* lib : {"tierzero", "native"}) {
+        if (std::string(lib) == "native" && (!with_native || row["native"].is_null())) continue;
+        const double t = row.at(lib).at("time_us").get<double>() * 1e-6;
+        if (!(t > 0))
+          fail_input("calibration: {}: {} {} row of {} bytes has time {} s", origins[d], group, op, size, t);
+        const Key key{group, op, std::string(lib) == "native" ? "mpi" : "tierzero"};
+        auto& r = runs[{key, p}];
+        r.first.push_back(size);
+        r.second.push_back(factor * size / t / 1e9);
+      }
+    }
+    for (auto& [kp, r] : runs) {
+      Acc& a = acc[kp.first];
+      if (a.sizes.empty()) {
+        a.sizes = r.first;
+        a.sizes_from = origins[d];
+        order.push_back(kp.first);
+      } else if (a.sizes != r.first) {
+        fail_input(
+            "calibration: {} measured {} {} at other sizes than {} (run bench comm with the same sizes)",
+            origins[d], kp.first.group, kp.first.op, a.sizes_from);
+      }
+      a.busbw[kp.second].push_back(r.second);
+      a.files.insert(origins[d]);
+    }
+  }
+  nlohmann::json out = nlohmann::json::array();
+  for (const Key& key : order) {
+    const Acc& a = acc.at(key);
+    nlohmann::json tiers = nlohmann::json::array();
+    if (key.group == "world") {
+      for (const auto& t : base.tiers()) tiers.push_back(t.name);
+    } else {
+      base.tier_index(key.group);  // InputError naming the group if the base topology has no such tier
+      tiers.push_back(key.group);
+    }
+    nlohmann::json rows = nlohmann::json::array();
+    for (const auto& [p, runs_of_p] : a.busbw) {
+      std::vector<double> med;
+      for (std::size_t i = 0; i < a.sizes.size(); ++i) {
+        std::vector<double> v;
+        for (const auto& run : runs_of_p) v.push_back(run[i]);
+        std::sort(v.begin(), v.end());
+        med.push_back(v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]));
+      }
+      rows.push_back({{"group_size", p}, {"busbw_GBps", med}});
+    }
+    std::string files;
+    for (const auto& f : a.files) files += (files.empty() ? "" : ", ") + f;
+    out.push_back(
+        {{"tiers", tiers},
+         {"op", key.op},
+         {"library", key.library},
+         {"source",
+          fmt::format("measured by tierzero bench comm ({} column) in {}; median busbw per size over "
+                      "repeated runs",
+                      key.library == "mpi" ? "native" : "tierzero", files)},
+         {"sizes_bytes", a.sizes},
+         {"rows", rows}});
+  }
+  return out;
+}
+
 nlohmann::json calibrated_topology_json(const Topology& base, const nlohmann::json& bench,
-                                        const std::string& origin, const DeviceCalibration& device) {
+                                        const std::string& origin, const DeviceCalibration& device,
+                                        const std::vector<nlohmann::json>& extra_benches,
+                                        const std::vector<std::string>& extra_origins) {
   nlohmann::json tiers = nlohmann::json::array();
   for (int t = 0; t < base.num_tiers(); ++t) {
     const Tier& tier = base.tier(t);
     nlohmann::json j = {{"name", tier.name}, {"fanout", tier.fanout}};
     if (t + 1 == base.num_tiers() && !base.resolved()) j["fanout"] = "auto";
     if (rows_of(bench, tier.name, "all_gather").empty()) {
-      j["bandwidth_gbps"] = tier.bandwidth_gbps;
+      j["bandwidth_GBps"] = tier.bandwidth_GBps;
       j["latency_us"] = tier.latency_us;
-      if (tier.reduce_gbps > 0) j["reduce_gbps"] = tier.reduce_gbps;
+      if (tier.reduce_GBps > 0) j["reduce_GBps"] = tier.reduce_GBps;
       j["source"] = fmt::format("not measured in {}; kept from {}: {}", origin, base.name(), tier.source);
       tiers.push_back(j);
       continue;
     }
     const LinkFit f = fit_tier_link(bench, tier.name);
-    j["bandwidth_gbps"] = f.bandwidth_gbps;
+    j["bandwidth_GBps"] = f.bandwidth_GBps;
     j["latency_us"] = f.latency_us;
     std::string source = fmt::format(
         "measured in {}: link = weighted least-squares fit of {} ring all-gather sizes (rms error {:.0f}%)",
         origin, f.points, 100 * f.rms_relative_error);
     if (!rows_of(bench, tier.name, "reduce_scatter").empty()) {
       const ReduceFit r = fit_tier_reduce(bench, tier.name, f);
-      if (r.reduce_gbps > 0) j["reduce_gbps"] = r.reduce_gbps;
+      if (r.reduce_GBps > 0) j["reduce_GBps"] = r.reduce_GBps;
       source += fmt::format(
-          "; reduce_gbps = fit of the extra time of {} ring reduce-scatter sizes over that link (rms error "
+          "; reduce_GBps = fit of the extra time of {} ring reduce-scatter sizes over that link (rms error "
           "{:.0f}%){}",
           r.points, 100 * r.rms_relative_error,
-          r.reduce_gbps > 0 ? "" : ": no slower than the all-gather, reductions free");
+          r.reduce_GBps > 0 ? "" : ": no slower than the all-gather, reductions free");
     }
     j["source"] = source;
     tiers.push_back(j);
@@ -142,13 +243,30 @@ nlohmann::json calibrated_topology_json(const Topology& base, const nlohmann::js
   nlohmann::json dev = {{"name", d.name.empty() ? std::string("this host") : d.name},
                         {"peak_tflops", device.tflops > 0 ? device.tflops : d.peak_tflops},
                         {"memory_gib", d.memory_gib},
-                        {"memory_bandwidth_gbps", d.memory_bandwidth_gbps}};
+                        {"memory_bandwidth_GBps", d.memory_bandwidth_GBps}};
   dev["source"] =
       device.tflops > 0
           ? fmt::format("peak_tflops: the measured model-step rate of one rank (price with fraction 1): {}",
                         device.source)
           : d.source;
   out["device"] = dev;
+  std::vector<nlohmann::json> benches = {bench};
+  std::vector<std::string> origins = {origin};
+  benches.insert(benches.end(), extra_benches.begin(), extra_benches.end());
+  origins.insert(origins.end(), extra_origins.begin(), extra_origins.end());
+  const nlohmann::json measured = curves_from_bench(base, benches, origins);
+  // The base topology's curves stay unless this calibration measured the same (tiers, op, library).
+  nlohmann::json curves = nlohmann::json::array();
+  const nlohmann::json base_doc = base.to_json();
+  auto same = [](const nlohmann::json& a, const nlohmann::json& b) {
+    return a["tiers"] == b["tiers"] && a["op"] == b["op"] && a["library"] == b["library"];
+  };
+  if (base_doc.contains("collective_curves"))
+    for (const auto& c : base_doc["collective_curves"])
+      if (std::none_of(measured.begin(), measured.end(), [&](const nlohmann::json& m) { return same(c, m); }))
+        curves.push_back(c);
+  for (const auto& m : measured) curves.push_back(m);
+  if (!curves.empty()) out["collective_curves"] = curves;
   return out;
 }
 

@@ -10,7 +10,7 @@
 //   reduce   from the same tier's `reduce_scatter` rows, given that link: the ring reduce-scatter
 //            moves the same bytes in the same steps and adds each received block into its partial
 //            sum, t_RS = t_AG(x) + x / rho, so the extra time e = t_RS - t_AG(x) is fitted as x / rho
-//            (same weights, through the origin). rho is written as the tier's reduce_gbps; when the
+//            (same weights, through the origin). rho is written as the tier's reduce_GBps; when the
 //            reduce-scatter is no slower than the all-gather, rho = 0 (reductions priced free).
 //   device   peak_tflops = the model-step rate one rank achieves, from 1-rank runs of the real
 //            step (model FLOPs / median step time) and the core-sharing model below (then price
@@ -20,7 +20,7 @@
 // 1-rank step on t threads, one rank's rate is R(t) x min(1, C/k).
 #pragma once
 
-#include <nlohmann/json_fwd.hpp>
+#include <nlohmann/json.hpp>  // complete: a default argument holds a vector of json
 
 #include <string>
 #include <vector>
@@ -30,14 +30,14 @@
 namespace tz::perf {
 
 struct LinkFit {
-  double bandwidth_gbps = 0;
+  double bandwidth_GBps = 0;
   double latency_us = 0;
   int points = 0;
   double rms_relative_error = 0;  // of the fitted times against the measured ones
 };
 
 struct ReduceFit {
-  double reduce_gbps = 0;  // 0 = the reduce-scatter was no slower than the all-gather
+  double reduce_GBps = 0;  // 0 = the reduce-scatter was no slower than the all-gather
   int points = 0;
   double rms_relative_error = 0;  // of the fitted reduce-scatter times against the measured ones
 };
@@ -63,10 +63,23 @@ struct DeviceCalibration {
   std::string source;  // how it was measured
 };
 
+// Measured curves (topology/collective_curve.hpp) from one or more `bench comm --format json`
+// documents (`origins` name them): one curve per (group, op) of the flat rows, library "tierzero"
+// (and "mpi" from the native column when `with_native`), one row per group size; rows of the same
+// group size in several documents (repeated runs) take the median busbw per size. busbw is
+// recomputed from the rows' time_us and size_bytes (nccl-tests factor), the group's tier set from
+// its name (a tier, or "world" = every tier; "world-hier" rows are skipped). InputError when two
+// documents measured a curve at different sizes.
+nlohmann::json curves_from_bench(const Topology& base, const std::vector<nlohmann::json>& benches,
+                                 const std::vector<std::string>& origins, bool with_native = false);
+
 // `base` with every tier the bench measured refitted (link, and reduction rate where the bench has
 // reduce-scatter rows; tiers it did not measure unchanged, and said so in their source), the device
-// rate from `device` when given. `origin` names the bench file. Returns the topology document.
+// rate from `device` when given, and the bench's measured curves (curves_from_bench of `bench` and
+// `extra_benches`). `origin` names the bench file. Returns the topology document.
 nlohmann::json calibrated_topology_json(const Topology& base, const nlohmann::json& bench,
-                                        const std::string& origin, const DeviceCalibration& device);
+                                        const std::string& origin, const DeviceCalibration& device,
+                                        const std::vector<nlohmann::json>& extra_benches = {},
+                                        const std::vector<std::string>& extra_origins = {});
 
 }  // namespace tz::perf

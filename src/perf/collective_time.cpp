@@ -24,8 +24,8 @@ int algorithm_steps(CollectiveKind kind, int p) {
 double collective_time_s(CollectiveKind kind, double payload_bytes, int p, const LinkParams& link) {
   if (p <= 1) return 0;
   const double alpha = link.latency_us * 1e-6;
-  const double block_wire = payload_bytes / p / (link.bandwidth_gbps * 1e9);
-  const double block_reduce = link.reduce_gbps > 0 ? payload_bytes / p / (link.reduce_gbps * 1e9) : 0.0;
+  const double block_wire = payload_bytes / p / (link.bandwidth_GBps * 1e9);
+  const double block_reduce = link.reduce_GBps > 0 ? payload_bytes / p / (link.reduce_GBps * 1e9) : 0.0;
   switch (kind) {
     case CollectiveKind::all_gather:
       return (p - 1) * (alpha + block_wire);

@@ -1,8 +1,8 @@
 // Closed-form time of one single-tier collective, for the algorithms comm/ runs (comm/algorithms.hpp)
-// under the link model of perf/sim_transport.hpp. Terms: p ranks in the tier group, payload n bytes
+// under the link model of comm/transport/sim_transport.hpp. Terms: p ranks in the tier group, payload n bytes
 // as comm/traffic.hpp defines it, block b = n/p, tier latency alpha (latency_us) and per-rank
-// bandwidth beta (bandwidth_gbps), local reduction rate rho (Tier::reduce_gbps in the cost model,
-// SimOptions::reduce_gbps on the simulated transport; 0 = free):
+// bandwidth beta (bandwidth_GBps), local reduction rate rho (Tier::reduce_GBps in the cost model,
+// SimOptions::reduce_GBps on the simulated transport; 0 = free):
 //   all-gather, ring        (p-1) steps:  (p-1) * (alpha + b/beta)
 //   reduce-scatter, ring    (p-1) steps:  (p-1) * (alpha + b/beta + b/rho)
 //   all-reduce, ring        RS then AG:   2(p-1) * (alpha + b/beta) + (p-1) * b/rho
@@ -20,20 +20,20 @@
 namespace tz::perf {
 
 struct LinkParams {
-  double bandwidth_gbps = 1;
+  double bandwidth_GBps = 1;
   double latency_us = 0;
-  double reduce_gbps = 0;  // 0 = reductions are free
+  double reduce_GBps = 0;  // 0 = reductions are free
 };
 
-// The tier's link with its own reduction rate (Tier::reduce_gbps, 0 when the topology does not say).
+// The tier's link with its own reduction rate (Tier::reduce_GBps, 0 when the topology does not say).
 inline LinkParams link_of(const Tier& tier) {
   return LinkParams{
-      .bandwidth_gbps = tier.bandwidth_gbps, .latency_us = tier.latency_us, .reduce_gbps = tier.reduce_gbps};
+      .bandwidth_GBps = tier.bandwidth_GBps, .latency_us = tier.latency_us, .reduce_GBps = tier.reduce_GBps};
 }
-// The tier's link with a given reduction rate (the simulated transport's SimOptions::reduce_gbps).
-inline LinkParams link_of(const Tier& tier, double reduce_gbps) {
+// The tier's link with a given reduction rate (the simulated transport's SimOptions::reduce_GBps).
+inline LinkParams link_of(const Tier& tier, double reduce_GBps) {
   return LinkParams{
-      .bandwidth_gbps = tier.bandwidth_gbps, .latency_us = tier.latency_us, .reduce_gbps = reduce_gbps};
+      .bandwidth_GBps = tier.bandwidth_GBps, .latency_us = tier.latency_us, .reduce_GBps = reduce_GBps};
 }
 
 // Number of latency-bearing algorithm steps (0 for p <= 1).

@@ -10,7 +10,9 @@ namespace {
 
 constexpr double kGiB = double(1ull << 30);
 
-std::string placements(const Topology& topo, const PartitionPlan& p) {
+}  // namespace
+
+std::string placement_summary(const Topology& topo, const PartitionPlan& p) {
   std::string s;
   for (ModelState st : kModelStates) {
     if (!s.empty()) s += ' ';
@@ -19,13 +21,11 @@ std::string placements(const Topology& topo, const PartitionPlan& p) {
   return s;
 }
 
-std::string quant(const PartitionPlan& p) {
+std::string quant_summary(const PartitionPlan& p) {
   if (p.options().qwz && p.options().qgz) return "qwZ+qgZ";
   if (p.options().qwz) return "qwZ";
   return p.options().qgz ? "qgZ" : "-";
 }
-
-}  // namespace
 
 std::vector<std::string> traffic_columns(const Topology& topo, const std::vector<StepCost>& costs) {
   std::vector<std::string> out;
@@ -46,15 +46,25 @@ std::string format_cost_table(const Topology& topo, const std::vector<CostRow>& 
   std::vector<StepCost> costs;
   for (const auto& r : rows) costs.push_back(r.cost);
   const std::vector<std::string> columns = traffic_columns(topo, costs);
-  std::string out = fmt::format("{:<34} {:<28} {:<7} {:<4} {:>7} {:>4}", "plan", "W_fwd W_bwd G O", "quant",
-                                "coll", "mem_GiB", "fit");
-  for (const auto& c : columns) out += fmt::format(" {:>10}", c + "_GB");
+  std::size_t plan_w = 4, place_w = std::string("W_fwd W_bwd G O").size();
+  for (const auto& r : rows) {
+    plan_w = std::max(plan_w, r.plan.name().size());
+    place_w = std::max(place_w, placement_summary(topo, r.plan).size());
+  }
+  std::vector<std::size_t> col_w;
+  for (const auto& c : columns) col_w.push_back(std::max<std::size_t>(10, c.size() + 3));
+  std::string out = fmt::format("{:<{}} {:<{}} {:<7} {:<4} {:>7} {:>4}", "plan", plan_w, "W_fwd W_bwd G O",
+                                place_w, "quant", "coll", "mem_GiB", "fit");
+  for (std::size_t i = 0; i < columns.size(); ++i)
+    out += fmt::format(" {:>{}}", columns[i] + "_GB", col_w[i]);
   out += fmt::format(" {:>8} {:>9} {:>9} {:>8}\n", "step_s", "compute_s", "exposed_s", "TFLOPS");
   for (const auto& r : rows) {
-    out += fmt::format("{:<34} {:<28} {:<7} {:<4} {:>7.1f} {:>4}", r.plan.name(), placements(topo, r.plan),
-                       quant(r.plan), r.plan.options().collectives == CollectiveAlgo::flat ? "flat" : "hier",
+    out += fmt::format("{:<{}} {:<{}} {:<7} {:<4} {:>7.1f} {:>4}", r.plan.name(), plan_w,
+                       placement_summary(topo, r.plan), place_w, quant_summary(r.plan),
+                       r.plan.options().collectives == CollectiveAlgo::flat ? "flat" : "hier",
                        double(r.cost.memory.peak_bytes()) / kGiB, r.cost.fits ? "yes" : "NO");
-    for (const auto& c : columns) out += fmt::format(" {:>10.2f}", traffic_bytes(r.cost, c) / 1e9);
+    for (std::size_t i = 0; i < columns.size(); ++i)
+      out += fmt::format(" {:>{}.2f}", traffic_bytes(r.cost, columns[i]) / 1e9, col_w[i]);
     out += fmt::format(" {:>8.3f} {:>9.3f} {:>9.3f} {:>8.1f}\n", r.cost.step_s, r.cost.compute_s,
                        r.cost.exposed_comm_s, r.cost.tflops_per_device);
   }
@@ -66,12 +76,34 @@ nlohmann::json cost_to_json(const Topology& topo, const PartitionPlan& plan, con
   for (const auto& t : c.tiers)
     tiers.push_back({{"tier", t.name}, {"bytes", t.bytes}, {"busy_s", t.busy_s}, {"exposed_s", t.exposed_s}});
   const MemoryPlan& m = c.memory;
+  nlohmann::json comms = nlohmann::json::array();
+  for (const auto& r : c.comms)
+    comms.push_back({{"purpose", r.purpose},
+                     {"kind", r.kind},
+                     {"tier", r.label},
+                     {"collectives", r.collectives},
+                     {"messages", r.messages},
+                     {"bytes", r.bytes},
+                     {"busy_s", r.busy_s},
+                     {"exposed_s", r.exposed_s},
+                     {"latency_s", r.latency_s},
+                     {"bandwidth_s", r.bandwidth_s},
+                     {"reduce_s", r.reduce_s},
+                     {"kernel_s", r.kernel_s},
+                     {"measured_curve", r.measured},
+                     {"bound_tier", r.bound_tier}});
   return {{"plan", plan.to_json(topo)},
+          {"runtime", c.runtime},
+          {"boundary", c.boundary},
           {"world_size", c.world_size},
           {"step_s", c.step_s},
           {"compute_s", c.compute_s},
           {"exposed_comm_s", c.exposed_comm_s},
           {"optimizer_s", c.optimizer_s},
+          {"kernel_s", c.kernel_s},
+          {"kernels_priced", c.kernels_priced},
+          {"bound", c.bound},
+          {"collectives", comms},
           {"model_flops_per_rank", c.model_flops},
           {"executed_flops_per_rank", c.executed_flops},
           {"tflops_per_device", c.tflops_per_device},
@@ -88,6 +120,40 @@ nlohmann::json cost_to_json(const Topology& topo, const PartitionPlan& plan, con
             {"peak", m.peak_bytes()},
             {"capacity", c.capacity_bytes}}},
           {"fits", c.fits}};
+}
+
+std::string format_explain(const Topology& topo, const PartitionPlan& plan, const StepCost& c) {
+  std::string out =
+      fmt::format("plan {} ({}; {} collectives) on {} x {} ranks, run as {} runs it, step boundary {}\n",
+                  plan.name(), placement_summary(topo, plan),
+                  plan.options().collectives == CollectiveAlgo::flat ? "flat" : "hierarchical", topo.name(),
+                  c.world_size, c.runtime, c.boundary);
+  out += fmt::format(
+      "step {:.4f} s = compute {:.4f} + quantization kernels {:.4f} + optimizer {:.4f} + exposed "
+      "communication "
+      "{:.4f};  {:.1f} TFLOPS per device{}\n",
+      c.step_s, c.compute_s, c.kernel_s, c.optimizer_s, c.exposed_comm_s, c.tflops_per_device,
+      c.kernels_priced ? "" : "  (quantization kernels unpriced: the device gives no memory bandwidth)");
+  out += fmt::format("bound: {}\n\n", c.bound.empty() ? "-" : c.bound);
+  out += fmt::format("{:<26} {:<20} {:<12} {:>5} {:>7} {:>10} {:>10} {:>10} {:>10} {:>11} {:>9} {:>9}  {}\n",
+                     "collective", "kind", "tier", "coll", "msgs", "GB/rank", "busy_s", "exposed_s",
+                     "latency_s", "bandwidth_s", "reduce_s", "kernel_s", "priced by");
+  double exposed = 0, busy = 0, bytes = 0;
+  for (const auto& r : c.comms) {
+    const std::string priced =
+        r.measured ? "measured curve" : fmt::format("closed form, {} links", r.bound_tier);
+    out += fmt::format(
+        "{:<26} {:<20} {:<12} {:>5} {:>7} {:>10.3f} {:>10.4f} {:>10.4f} {:>10.4f} {:>11.4f} {:>9.4f} "
+        "{:>9.4f}  {}\n",
+        r.purpose, r.kind, r.label, r.collectives, r.messages, r.bytes / 1e9, r.busy_s, r.exposed_s,
+        r.latency_s, r.bandwidth_s, r.reduce_s, r.kernel_s, priced);
+    exposed += r.exposed_s, busy += r.busy_s, bytes += r.bytes;
+  }
+  out += fmt::format("{:<26} {:<20} {:<12} {:>5} {:>7} {:>10.3f} {:>10.4f} {:>10.4f}\n", "total", "", "", "",
+                     "", bytes / 1e9, busy, exposed);
+  out += fmt::format("check: compute + kernels + optimizer + exposed = {:.4f} s (step {:.4f} s)\n",
+                     c.compute_s + c.kernel_s + c.optimizer_s + exposed, c.step_s);
+  return out;
 }
 
 }  // namespace tz::perf

@@ -17,6 +17,14 @@ ModelRanges model_ranges(const GptConfig& config) {
   out.embeddings = ParameterLayout::embeddings_range();
   out.final_ln = layout.final_ln_range();
   out.total_numel = layout.total_numel();
+  out.modules.resize(layout.ranges().size());
+  for (const auto& t : layout.tensors()) {
+    const std::string module =
+        t.name.find('.') == std::string::npos ? t.name : t.name.substr(0, t.name.rfind('.'));
+    auto& mods = out.modules.at(t.range);
+    if (mods.empty() || mods.back().name != module) mods.push_back(ModuleParams{module, {}});
+    mods.back().tensor_numel.push_back(t.numel);
+  }
   return out;
 }
 

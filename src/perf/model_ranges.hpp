@@ -11,6 +11,13 @@
 
 namespace tz::perf {
 
+// The parameter tensors of one module (an nn.Module with parameters, as DeepSpeed hooks them: a
+// LayerNorm, a Linear with its bias, an embedding), named by the tensor names without their last part.
+struct ModuleParams {
+  std::string name;                       // "h.3.attn.qkv", "wte", "ln_f"
+  std::vector<std::size_t> tensor_numel;  // its tensors, in range order
+};
+
 struct ModelRanges {
   std::vector<std::string> names;
   std::vector<std::size_t> numel;
@@ -19,6 +26,7 @@ struct ModelRanges {
   int embeddings = 0;         // the range holding the (tied) LM head
   int final_ln = 0;           // the head's compute is the embeddings acquisition next to final_ln
   std::size_t total_numel = 0;
+  std::vector<std::vector<ModuleParams>> modules;  // per range, in range order
 };
 
 ModelRanges model_ranges(const GptConfig& config);

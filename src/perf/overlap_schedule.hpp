@@ -1,5 +1,7 @@
 // Overlap of communication with compute over one step's forward and backward passes: two streams,
-// one computing and one communicating.
+// one computing and one communicating. The cost model runs its generalization, perf/step_timeline.hpp
+// (any issue conditions, the step boundary, several steps); this is that timeline's plain reference
+// for passes (tests/perf/step_timeline_test.cpp).
 //   compute stream  acquisitions 0..n-1 in order (forward then backward of every micro-batch);
 //                   acquisition i starts when i-1 is done and its weights have been gathered.
 //   comm stream     the step schedule's collectives in order of issue time, one at a time (links

@@ -1,7 +1,6 @@
 #include "perf/sim_step.hpp"
 
 #include <algorithm>
-#include <thread>
 
 #include "comm/communicator.hpp"
 #include "comm/mesh.hpp"
@@ -63,7 +62,7 @@ SimStepResult simulate_step_comm(const ModelShape& model, const Topology& topo, 
   for (const auto& c : planned.schedule.collectives())
     for (const TierStep& s : c.steps) {
       const double t = collective_time_s(s.kind, double(s.payload_bytes), s.group_size,
-                                         link_of(topo.tier(s.tier), options.reduce_gbps));
+                                         link_of(topo.tier(s.tier), options.reduce_GBps));
       out.tiers[index_of(s.label)].closed_form_s += t;
       out.closed_form_total_s += t;
     }
@@ -71,20 +70,15 @@ SimStepResult simulate_step_comm(const ModelShape& model, const Topology& topo, 
     out.tiers[index_of(name)].schedule_bytes = bytes;
 
   auto world = std::make_shared<SimWorld>(topo, options);
-  auto transports = make_sim_transports(world, make_thread_transports(n));
   CommOptions copt;
   copt.chunk_bytes = std::size_t{1} << 40;  // one message per step, as the closed form prices
   copt.timeout_s = 60;
-  std::vector<std::unique_ptr<Communicator>> comms;
-  for (auto& t : transports) comms.push_back(make_communicator(std::move(t), "world", copt));
   std::vector<double> end(n, 0.0), rank0_tier_s(labels.size(), 0.0);
   std::map<std::string, TierTraffic> rank0_traffic;
-  std::vector<std::exception_ptr> errors(n);
-  std::vector<std::thread> threads;
-  for (int r = 0; r < n; ++r)
-    threads.emplace_back([&, r] {
-      try {
-        Mesh mesh(topo, std::move(comms[r]));
+  run_thread_mesh(
+      topo,
+      [&](Mesh& mesh) {
+        const int r = mesh.world().rank();
         for (int t = 0; t < T; ++t) mesh.tier(t);  // create the tier groups (bookkeeping traffic)
         for (const auto& c : planned.schedule.collectives())
           for (const TierStep& s : c.steps) mesh.flat_group(s.tiers);  // and the flat ones
@@ -100,13 +94,11 @@ SimStepResult simulate_step_comm(const ModelShape& model, const Topology& topo, 
           }
         end[r] = world->now_s(r);
         if (r == 0) rank0_traffic = mesh.ledger().snapshot();
-      } catch (...) {
-        errors[r] = std::current_exception();
-      }
-    });
-  for (auto& t : threads) t.join();
-  for (auto& e : errors)
-    if (e) std::rethrow_exception(e);
+      },
+      copt,
+      [&](std::vector<std::unique_ptr<Transport>> inner) {
+        return make_sim_transports(world, std::move(inner));
+      });
   for (std::size_t t = 0; t < labels.size(); ++t) {
     out.tiers[t].simulated_s = rank0_tier_s[t];
     auto it = rank0_traffic.find(labels[t]);

@@ -1,6 +1,6 @@
 // A step's communication on the simulated transport: every tier step of every collective of the
 // plan's StepSchedule runs through the real collective code (comm/) on a Mesh of simulated ranks
-// (perf/sim_transport.hpp), one after another, with buffers of the scheduled sizes. The result is
+// (comm/transport/sim_transport.hpp), one after another, with buffers of the scheduled sizes. The result is
 // the simulated time per tier (and per flat group) beside the closed-form time the cost model charges for the
 // same steps (perf/collective_time.hpp), and the ledger's bytes per tier beside the schedule's. Threads: one
 // per rank, so this is for small worlds (the CLI allows up to 64 ranks).
@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "perf/sim_transport.hpp"
+#include "comm/transport/sim_transport.hpp"
 #include "perf/step_cost.hpp"
 
 namespace tz::perf {

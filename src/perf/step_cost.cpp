@@ -1,29 +1,141 @@
+// The step cost model (step_cost.hpp): the schedule's collectives as the runtime issues them, priced
+// message by message, placed on the two-stream timeline with the step boundary of BoundaryMode.
 #include "perf/step_cost.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 #include "core/error.hpp"
 #include "perf/activation_memory.hpp"
-#include "perf/collective_time.hpp"
+#include "perf/collective_price.hpp"
+#include "perf/kernel_time.hpp"
 #include "perf/model_ranges.hpp"
-#include "perf/overlap_schedule.hpp"
 #include "perf/step_flops.hpp"
+#include "perf/step_timeline.hpp"
 
 namespace tz::perf {
+
+std::string_view boundary_mode_name(BoundaryMode m) {
+  return m == BoundaryMode::exposed ? "exposed" : "pipelined";
+}
+
+BoundaryMode parse_boundary_mode(std::string_view text, std::string_view option) {
+  if (text == "exposed") return BoundaryMode::exposed;
+  if (text == "pipelined") return BoundaryMode::pipelined;
+  fail_input("{}: must be exposed or pipelined, got '{}'", option, text);
+}
+
+double scheduler_wait_s(const CostOptions& o) {
+  if (o.host_cores < 1 || o.local_ranks <= o.host_cores) return 0;
+  double slice_us = o.sched_slice_us;
+  if (!(slice_us > 0)) slice_us = 750.0 * (1 + std::floor(std::log2(std::min(o.host_cores, 8))));
+  return (double(o.local_ranks) / o.host_cores - 1) * slice_us * 1e-6;
+}
+
 namespace {
 
-// Prices every step on its tier's link (a flat step: the outermost tier of its group, as a ring that
-// crosses that tier runs at its per-rank bandwidth) and books the time under the step's label.
-double collective_seconds(const ScheduledCollective& c, const Topology& topo,
-                          const std::vector<std::string>& labels, std::vector<double>* busy) {
-  double s = 0;
-  for (const TierStep& step : c.steps) {
-    const double t = collective_time_s(step.kind, double(step.payload_bytes), step.group_size,
-                                       link_of(topo.tier(step.tier)));
-    (*busy)[std::find(labels.begin(), labels.end(), step.label) - labels.begin()] += t;
-    s += t;
+constexpr int kSteps = 3;  // simulated steps; the second period is the steady one
+
+struct LabelPart {
+  std::string label;
+  int messages = 0;
+  double busy_s = 0, latency_s = 0, bandwidth_s = 0, reduce_s = 0, bytes = 0;
+  bool measured = false;
+  int bound_tier = 0;
+};
+
+// One comm task of a step: a scheduled collective, or a bucket of gradient reductions, as the
+// runtime issues it.
+struct Item {
+  const ScheduledCollective* c = nullptr;  // the representative collective (kind, tiers, steps)
+  std::vector<int> collectives;            // indices into the schedule
+  int acquisition = -1;  // gather: the acquisition it serves; reduction: the one after which it is issued
+  double seconds = 0;    // on the comm stream, kernels inside included
+  double kernel_s = 0;   // of which kernels (comm stream) ...
+  double compute_kernel_s = 0;  // ... or on the compute stream before `acquisition` (DeepSpeed qwZ)
+  std::vector<LabelPart> parts = {};
+};
+
+LabelPart& part(Item& item, const std::string& label) {
+  for (auto& p : item.parts)
+    if (p.label == label) return p;
+  item.parts.push_back(LabelPart{.label = label});
+  return item.parts.back();
+}
+
+struct Pricer {
+  const Topology& topo;
+  const ShardLayout& layout;
+  const CostOptions& options;
+  double kernel_rate = 0;  // bytes/s, 0 = unknown
+  double sched_wait = 0;   // per collective call, ranks sharing a host's cores
+  bool kernels_needed = false;
+
+  // Comm time of `scales` messages of collective c (each scale multiplies every step's payload).
+  void price(Item& item, const ScheduledCollective& c, const std::vector<double>& scales) const {
+    for (double s : scales)
+      for (const TierStep& st : c.steps) {
+        MessagePrice m = price_message(st, double(st.payload_bytes) * s, topo, options.runtime);
+        m.seconds += m.bandwidth_s * (1 / options.link_efficiency - 1);
+        m.bandwidth_s /= options.link_efficiency;
+        const double per_call =
+            options.message_overhead_us * 1e-6 + sched_wait;  // per call of the step's collective
+        m.seconds += per_call;
+        m.latency_s += per_call;
+        LabelPart& p = part(item, st.label);
+        p.messages += 1;
+        p.busy_s += m.seconds;
+        p.latency_s += m.latency_s;
+        p.bandwidth_s += m.bandwidth_s;
+        p.reduce_s += m.reduce_s;
+        p.measured = p.measured || m.measured;
+        p.bound_tier = m.bound_tier;
+        item.seconds += m.seconds;
+      }
   }
-  return s;
+
+  double kernel_seconds(double bytes) const { return kernel_rate > 0 ? bytes / kernel_rate : 0.0; }
+
+  // qwZ: quantize the shard at its source, dequantize the gathered range, message by message.
+  double qwz_kernel_s(const ScheduledCollective& c, const std::vector<double>& scales) const {
+    const double w = dtype_bytes(c.dtype);
+    const std::size_t block = static_cast<std::size_t>(layout.plan().options().quant_block);
+    double bytes = 0;
+    for (double s : scales)
+      bytes += quantize_bytes_moved(double(c.count) * s, w, 8, block) +
+               dequantize_bytes_moved(double(layout.padded_numel(c.range)) * s, w, 8, block);
+    return kernel_seconds(bytes);
+  }
+
+  // qgZ: on each tier quantize the input, exchange, dequantize-reduce; `elements` = the first tier's input.
+  double qgz_kernel_s(const ScheduledCollective& c, double elements) const {
+    const double value_bytes =
+        options.runtime == Runtime::deepspeed ? 2.0 : 4.0;  // bf16 gradient : fp32 sums
+    const std::size_t block = static_cast<std::size_t>(layout.plan().options().quant_block);
+    double bytes = 0, n = elements;
+    for (const TierStep& st : c.steps) {
+      bytes += quantize_bytes_moved(n, value_bytes, 4, block) +
+               dequantize_reduce_bytes_moved(n, st.group_size, 4, block);
+      n /= st.group_size;
+    }
+    return kernel_seconds(bytes);
+  }
+};
+
+// Message shares of a weight gather of `range`: the whole range (tierzero), or one per module without
+// its persistent parameters (DeepSpeed; none when all of the range's parameters are persistent).
+std::vector<double> gather_scales(const ModelRanges& mr, int range, Runtime runtime) {
+  if (runtime == Runtime::tierzero) return {1.0};
+  std::vector<double> numel;
+  double total = 0;
+  for (const auto& m : mr.modules.at(range)) {
+    double n = 0;
+    for (std::size_t t : m.tensor_numel)
+      if (double(t) >= kDeepSpeedPersistenceThreshold) n += double(t);
+    if (n > 0) numel.push_back(n), total += n;
+  }
+  for (double& n : numel) n /= total;
+  return numel;
 }
 
 }  // namespace
@@ -47,15 +159,28 @@ StepCost predict_step(const ModelShape& model, const Topology& topo, const Parti
   if (!(options.achievable_fraction > 0 && options.achievable_fraction <= 1))
     fail_input("cost model: achievable fraction of peak must be in (0, 1], got {}",
                options.achievable_fraction);
+  if (!(options.kernel_efficiency > 0 && options.kernel_efficiency <= 1))
+    fail_input("cost model: kernel efficiency must be in (0, 1], got {}", options.kernel_efficiency);
+  if (options.host_cores < 0 || options.local_ranks < 0 ||
+      (options.host_cores > 0) != (options.local_ranks > 0))
+    fail_input("cost model: host cores and local ranks go together and must be >= 1 (got {} and {})",
+               options.host_cores, options.local_ranks);
+  if (!(options.link_efficiency > 0 && options.link_efficiency <= 1))
+    fail_input("cost model: link efficiency must be in (0, 1], got {}", options.link_efficiency);
+  if (!(options.message_overhead_us >= 0) || !std::isfinite(options.message_overhead_us))
+    fail_input("cost model: message overhead must be >= 0 us, got {}", options.message_overhead_us);
+  if (!(options.bucket_elements >= 0) || !std::isfinite(options.bucket_elements))
+    fail_input("cost model: bucket elements must be >= 0 (0 = the runtime's own), got {}",
+               options.bucket_elements);
 
   const GptConfig& cfg = model.config;
   const PlanOptions& po = plan.options();
   const int seq = model.seq_len(), b = po.micro_batch_size, accum = po.grad_accum_steps;
-
   const ModelRanges mr = model_ranges(cfg);
   const PlannedStep planned = plan_step(model, topo, plan);
   const ShardLayout& layout = planned.layout;
   const StepSchedule& schedule = planned.schedule;
+  const auto& cols = schedule.collectives();
 
   // Compute per acquisition of one micro-batch: forward then backward.
   const double rate = dev.peak_tflops * 1e12 * options.achievable_fraction;
@@ -66,88 +191,397 @@ StepCost predict_step(const ModelShape& model, const Topology& topo, const Parti
     return (i > 0 && order[i - 1] == mr.final_ln) || (i + 1 < order.size() && order[i + 1] == mr.final_ln);
   };
   std::vector<double> micro;
-  for (std::size_t i = 0; i < mr.forward.size(); ++i)
+  std::vector<int> micro_range;
+  for (std::size_t i = 0; i < mr.forward.size(); ++i) {
     micro.push_back(is_block_range(cfg, mr.forward[i]) ? layer_fwd : is_head(mr.forward, i) ? head_fwd : 0.0);
-  for (std::size_t i = 0; i < mr.backward.size(); ++i)
+    micro_range.push_back(mr.forward[i]);
+  }
+  for (std::size_t i = 0; i < mr.backward.size(); ++i) {
     micro.push_back(is_block_range(cfg, mr.backward[i]) ? (options.recompute ? 3 : 2) * layer_fwd
                     : is_head(mr.backward, i)           ? 2 * head_fwd
                                                         : 0.0);
+    micro_range.push_back(mr.backward[i]);
+  }
   const int per_micro = static_cast<int>(micro.size()), nf = static_cast<int>(mr.forward.size());
-  std::vector<double> compute;
-  for (int m = 0; m < accum; ++m) compute.insert(compute.end(), micro.begin(), micro.end());
-
-  // Last backward acquisition of every range (where its gradient is complete).
+  const int n_acq = per_micro * accum;
   std::vector<int> last_bwd(mr.names.size(), -1);
   for (std::size_t i = 0; i < mr.backward.size(); ++i) last_bwd[mr.backward[i]] = static_cast<int>(i);
 
-  const std::vector<std::string>& labels = schedule.labels();
-  std::vector<double> busy(labels.size(), 0.0), boundary_busy(labels.size(), 0.0);
-  std::vector<CommItem> items;
+  Pricer pricer{topo, layout, options, quant_kernel_bytes_per_s(dev, options.kernel_efficiency),
+                scheduler_wait_s(options)};
+  const double bucket = options.bucket_elements > 0             ? options.bucket_elements
+                        : options.runtime == Runtime::deepspeed ? kDeepSpeedReduceBucketElements
+                                                                : 0.0;
+
+  // Pass items (gathers per acquisition, reductions per bucket) and boundary items, in schedule order.
+  std::vector<Item> pass, boundary;
+  std::vector<double> acq_kernel(n_acq, 0.0);
   std::vector<int> fwd_seen(accum, 0), bwd_seen(accum, 0);
-  double boundary_s = 0;
-  for (const ScheduledCollective& c : schedule.collectives()) {
+  std::vector<int> pending;  // reductions of the current bucket (schedule indices)
+  double pending_elements = 0;
+  auto same_kind = [&](const ScheduledCollective& a, const ScheduledCollective& c) {
+    return a.kind == c.kind && a.tiers == c.tiers && a.dtype == c.dtype && a.quant_bits == c.quant_bits &&
+           a.steps.size() == c.steps.size() && a.micro_batch == c.micro_batch;
+  };
+  auto reduction_item = [&](const std::vector<int>& members, double elements, int messages) {
+    const ScheduledCollective& t = cols[members.back()];
+    Item item{.c = &t, .collectives = members};
+    item.acquisition = t.micro_batch * per_micro + nf + last_bwd.at(t.range);
+    const double scale = elements / double(layout.padded_numel(t.range)) / messages;
+    pricer.price(item, t, std::vector<double>(messages, scale));
+    if (t.quant_bits == 4) {
+      pricer.kernels_needed = true;
+      item.kernel_s = pricer.qgz_kernel_s(t, elements);
+      item.seconds += item.kernel_s;
+    }
+    for (int i : members)
+      for (const TierStep& st : cols[i].steps) part(item, st.label).bytes += st.bytes;
+    pass.push_back(std::move(item));
+  };
+  auto flush = [&] {
+    if (!pending.empty()) reduction_item(pending, pending_elements, 1);
+    pending.clear();
+    pending_elements = 0;
+  };
+  for (int i = 0; i < static_cast<int>(cols.size()); ++i) {
+    const ScheduledCollective& c = cols[i];
     if (c.phase == StepPhase::boundary || c.phase == StepPhase::scalar) {
-      boundary_s += collective_seconds(c, topo, labels, &boundary_busy);
+      Item item{.c = &c, .collectives = {i}};
+      pricer.price(item, c, {1.0});
+      for (const TierStep& st : c.steps) part(item, st.label).bytes += st.bytes;
+      boundary.push_back(std::move(item));
       continue;
     }
     TZ_CHECK(c.micro_batch >= 0 && c.micro_batch < accum, "micro-batch {}", c.micro_batch);
     const int base = c.micro_batch * per_micro;
-    CommItem item;
-    item.seconds = collective_seconds(c, topo, labels, &busy);
-    switch (c.purpose) {
-      case CollectivePurpose::weight_gather_fwd:
-        item.kind = CommItem::Kind::gather;
-        item.acquisition = base + fwd_seen[c.micro_batch]++;
-        break;
-      case CollectivePurpose::weight_gather_bwd:
-        item.kind = CommItem::Kind::gather;
-        item.acquisition = base + nf + schedule.reused_in_backward() + bwd_seen[c.micro_batch]++;
-        break;
-      case CollectivePurpose::grad_reduce:
-        item.kind = CommItem::Kind::reduce;
-        TZ_CHECK(c.range >= 0 && last_bwd.at(c.range) >= 0, "range {} never acquired in backward", c.range);
-        item.acquisition = base + nf + last_bwd[c.range];
-        break;
-      default:
-        TZ_CHECK(false, "unexpected {} in a pass", collective_purpose_name(c.purpose));
+    if (c.purpose == CollectivePurpose::grad_reduce) {
+      const double n = double(layout.padded_numel(c.range));
+      if (bucket <= 0) {
+        reduction_item({i}, n, 1);
+        continue;
+      }
+      if (!pending.empty() && !same_kind(cols[pending.back()], c)) flush();
+      if (n >= bucket) {
+        flush();
+        reduction_item({i}, n, static_cast<int>(std::ceil(n / bucket)));
+        continue;
+      }
+      if (pending_elements + n > bucket) flush();
+      pending.push_back(i);
+      pending_elements += n;
+      continue;
     }
-    items.push_back(item);
+    Item item{.c = &c, .collectives = {i}};
+    item.acquisition = c.purpose == CollectivePurpose::weight_gather_fwd
+                           ? base + fwd_seen[c.micro_batch]++
+                           : base + nf + schedule.reused_in_backward() + bwd_seen[c.micro_batch]++;
+    TZ_CHECK(c.purpose == CollectivePurpose::weight_gather_fwd ||
+                 c.purpose == CollectivePurpose::weight_gather_bwd,
+             "unexpected {} in a pass", collective_purpose_name(c.purpose));
+    const std::vector<double> scales = gather_scales(mr, c.range, options.runtime);
+    pricer.price(item, c, scales);
+    if (c.quant_bits == 8) {
+      pricer.kernels_needed = true;
+      const double k = pricer.qwz_kernel_s(c, scales);
+      if (options.runtime == Runtime::deepspeed) {
+        item.compute_kernel_s = k;
+        acq_kernel[item.acquisition] += k;
+      } else {
+        item.kernel_s = k;
+        item.seconds += k;
+      }
+    }
+    for (const TierStep& st : c.steps) part(item, st.label).bytes += st.bytes;
+    pass.push_back(std::move(item));
   }
-  const OverlapResult passes = schedule_overlap(compute, items, po.prefetch_depth, options.overlap);
+  flush();
 
   StepCost out;
   out.plan = plan.name();
+  out.runtime = std::string(runtime_name(options.runtime));
+  out.boundary = std::string(boundary_mode_name(options.boundary));
   out.world_size = topo.world_size();
+  out.kernels_priced = !pricer.kernels_needed || pricer.kernel_rate > 0;
   const MemoryPlan mem0 = plan_memory(layout);
   const double o_elements = double(mem0.optim_bytes) / 12.0;
-  out.optimizer_s = dev.memory_bandwidth_gbps > 0
-                        ? o_elements * kAdamBytesPerElement / (dev.memory_bandwidth_gbps * 1e9)
-                        : 0.0;
-  out.compute_s = passes.compute_s;
-  out.step_s = passes.total_s + boundary_s + out.optimizer_s;
-  out.exposed_comm_s = passes.exposed_comm_s() + boundary_s;
+  const bool pipelined = options.boundary == BoundaryMode::pipelined;
+  // Pipelined, the engine checks the update for non-finite values before the vote (one read pass).
+  const double check_s = pipelined && dev.memory_bandwidth_GBps > 0
+                             ? o_elements * kAdamCheckBytesPerElement / (dev.memory_bandwidth_GBps * 1e9)
+                             : 0.0;
+  const double update_s = dev.memory_bandwidth_GBps > 0
+                              ? o_elements * kAdamBytesPerElement / (dev.memory_bandwidth_GBps * 1e9)
+                              : 0.0;
+  out.optimizer_s = check_s + update_s;
+  std::vector<double> compute(n_acq);
+  for (int a = 0; a < n_acq; ++a) compute[a] = micro[a % per_micro];
+  for (double c : compute) out.compute_s += c;
+  for (double k : acq_kernel) out.kernel_s += k;
+
+  std::vector<double> item_exposed(pass.size() + boundary.size(), 0.0);
+  auto item_at = [&](std::size_t k) -> Item& {
+    return k < pass.size() ? pass[k] : boundary[k - pass.size()];
+  };
+  if (!options.overlap) {
+    double comm = 0;
+    for (std::size_t k = 0; k < item_exposed.size(); ++k)
+      comm += item_at(k).seconds, item_exposed[k] = item_at(k).seconds;
+    out.step_s = out.compute_s + out.kernel_s + out.optimizer_s + comm;
+  } else {
+    // The timeline of kSteps steps. Per step: computes (acquisitions, then the boundary's), then the
+    // pass items, then the boundary items; conditions as BoundaryMode documents.
+    std::vector<TimelineTask> tasks;
+    std::vector<int> task_item;  // task -> item index (pass then boundary), -1 for compute
+    auto add = [&](TimelineTask t, int item) {
+      tasks.push_back(std::move(t));
+      task_item.push_back(item);
+      return static_cast<int>(tasks.size()) - 1;
+    };
+    const int d = po.prefetch_depth;
+    // First forward use of each range (pipelined AdamW order) and the O shard split per range.
+    std::vector<int> adam_order;
+    for (int r : mr.forward)
+      if (std::find(adam_order.begin(), adam_order.end(), r) == adam_order.end()) adam_order.push_back(r);
+    double o_total = 0;
+    for (int r = 0; r < layout.num_ranges(); ++r) o_total += double(layout.shard_numel(ModelState::optim, r));
+    std::vector<int> first_compute(kSteps, -1), boundary_first(kSteps, -1);
+    // Step k-1's tasks the next step waits for: exposed: the loss; pipelined: per range the refresh
+    // (or AdamW when nothing is refreshed).
+    int prev_loss = -1;
+    std::vector<int> prev_ready(layout.num_ranges(), -1);
+    for (int k = 0; k < kSteps; ++k) {
+      std::vector<int> acq(n_acq);
+      for (int a = 0; a < n_acq; ++a)
+        acq[a] = add({.stream = TimelineTask::Stream::compute, .seconds = compute[a] + acq_kernel[a]}, -1);
+      first_compute[k] = acq[0];
+      if (!pipelined && prev_loss >= 0) tasks[acq[0]].after_end.push_back(prev_loss);
+      // Boundary computes (stream order after the passes).
+      const int backward_done = add({.stream = TimelineTask::Stream::compute}, -1);
+      std::vector<int> adam(layout.num_ranges(), -1);
+      int after_rs = -1, after_ar = -1, optimizer = -1, after_refresh = -1, step_end = -1, check = -1;
+      if (pipelined) {
+        check = add({.stream = TimelineTask::Stream::compute, .seconds = check_s}, -1);
+        for (int r : adam_order)
+          adam[r] = add(
+              {.stream = TimelineTask::Stream::compute,
+               .seconds =
+                   o_total > 0 ? update_s * double(layout.shard_numel(ModelState::optim, r)) / o_total : 0.0},
+              -1);
+      } else {
+        after_rs = add({.stream = TimelineTask::Stream::compute}, -1);
+        after_ar = add({.stream = TimelineTask::Stream::compute}, -1);
+        optimizer = add({.stream = TimelineTask::Stream::compute, .seconds = update_s}, -1);
+        after_refresh = add({.stream = TimelineTask::Stream::compute}, -1);
+        step_end = add({.stream = TimelineTask::Stream::compute}, -1);
+      }
+      // Pass items.
+      std::vector<int> range_final(layout.num_ranges(), -1);  // last micro-batch: gradient final
+      for (int r = 0; r < layout.num_ranges(); ++r)
+        if (last_bwd[r] >= 0) range_final[r] = acq[(accum - 1) * per_micro + nf + last_bwd[r]];
+      for (std::size_t p = 0; p < pass.size(); ++p) {
+        const Item& it = pass[p];
+        TimelineTask t{.stream = TimelineTask::Stream::comm, .seconds = it.seconds};
+        const bool gather = it.c->purpose != CollectivePurpose::grad_reduce;
+        if (gather) {
+          const int a = it.acquisition;
+          if (d == 0 && a > 0) t.after_end.push_back(acq[a - 1]);
+          if (d > 0 && a - d > 0) t.after_start.push_back(acq[a - d]);
+          if (!pipelined && prev_loss >= 0) t.after_end.push_back(prev_loss);
+          if (pipelined && prev_ready[it.c->range] >= 0) t.after_end.push_back(prev_ready[it.c->range]);
+        } else {
+          t.after_end.push_back(acq[it.acquisition]);
+        }
+        const int id = add(std::move(t), static_cast<int>(p));
+        if (gather) tasks[acq[it.acquisition]].after_end.push_back(id);
+        if (!gather) {
+          tasks[backward_done].after_end.push_back(id);
+          if (it.c->micro_batch == accum - 1)
+            for (int ci : it.collectives) range_final[cols[ci].range] = id;
+        }
+      }
+      // Boundary items in schedule order.
+      std::vector<int> rs_of(layout.num_ranges(), -1);
+      int grad_norm = -1, nonfinite = -1;
+      std::vector<int> refresh(layout.num_ranges(), -1);
+      boundary_first[k] = static_cast<int>(tasks.size());
+      for (std::size_t q = 0; q < boundary.size(); ++q) {
+        const Item& it = boundary[q];
+        const int r = it.c->range;
+        TimelineTask t{.stream = TimelineTask::Stream::comm, .seconds = it.seconds};
+        switch (it.c->purpose) {
+          case CollectivePurpose::grad_boundary_reduce:
+            t.after_end.push_back(pipelined ? range_final[r] : backward_done);
+            break;
+          case CollectivePurpose::grad_replica_reduce:
+            if (pipelined)
+              t.after_end.push_back(rs_of[r] >= 0 ? rs_of[r] : range_final[r]);
+            else
+              t.after_end.push_back(after_rs);
+            break;
+          case CollectivePurpose::grad_norm:
+            t.after_end.push_back(pipelined ? backward_done : after_ar);
+            break;
+          case CollectivePurpose::nonfinite_flag:
+            if (pipelined)  // the vote carries the optimizer's check, which needs the norm
+              t.after_end.push_back(check);
+            else
+              t.after_end.push_back(grad_norm >= 0 ? grad_norm : after_ar);
+            break;
+          case CollectivePurpose::weight_refresh:
+            t.after_end.push_back(pipelined ? adam[r] : optimizer);
+            break;
+          case CollectivePurpose::loss_sum:
+            if (pipelined)  // issued as the last micro-batch's forward ends
+              t.after_end.push_back(acq[(accum - 1) * per_micro + nf - 1]);
+            else
+              t.after_end.push_back(after_refresh);
+            break;
+          default:
+            TZ_CHECK(false, "unexpected {} at the boundary", collective_purpose_name(it.c->purpose));
+        }
+        const int id = add(std::move(t), static_cast<int>(pass.size() + q));
+        switch (it.c->purpose) {
+          case CollectivePurpose::grad_boundary_reduce:
+            rs_of[r] = id;
+            if (pipelined)
+              tasks[backward_done].after_end.push_back(id);
+            else
+              tasks[after_rs].after_end.push_back(id);
+            break;
+          case CollectivePurpose::grad_replica_reduce:
+            if (pipelined)
+              tasks[backward_done].after_end.push_back(id);
+            else
+              tasks[after_ar].after_end.push_back(id);
+            break;
+          case CollectivePurpose::grad_norm:
+            grad_norm = id;
+            if (pipelined) tasks[check].after_end.push_back(id);
+            break;
+          case CollectivePurpose::nonfinite_flag:
+            nonfinite = id;
+            break;
+          case CollectivePurpose::weight_refresh:
+            refresh[r] = id;
+            if (!pipelined) tasks[after_refresh].after_end.push_back(id);
+            break;
+          case CollectivePurpose::loss_sum:
+            if (!pipelined) tasks[step_end].after_end.push_back(id);
+            break;
+          default:
+            break;
+        }
+      }
+      // AdamW waits for the scalars that decide it (the non-finite flag, else the norm).
+      const int decides = nonfinite >= 0 ? nonfinite : grad_norm;
+      if (pipelined) {
+        if (decides >= 0) tasks[adam[adam_order.front()]].after_end.push_back(decides);
+        for (int r = 0; r < layout.num_ranges(); ++r) prev_ready[r] = refresh[r] >= 0 ? refresh[r] : adam[r];
+      } else {
+        if (decides >= 0) tasks[optimizer].after_end.push_back(decides);
+        prev_loss = step_end;  // the next step starts after this one's last boundary collective
+      }
+    }
+    // Steady period: from the second step's first compute to the third's.
+    const Timeline tl = run_timeline(tasks);
+    const double lo = tl.start_s[first_compute[1]], hi = tl.start_s[first_compute[2]];
+    const std::vector<double> exposed = exposure_in_window(tasks, tl, lo, hi);
+    out.step_s = hi - lo;
+    for (std::size_t t = 0; t < tasks.size(); ++t)
+      if (task_item[t] >= 0) item_exposed[task_item[t]] += exposed[t];
+    std::vector<std::pair<double, int>> issued;  // the second step's boundary tasks by issue time
+    for (int t = boundary_first[1]; t < boundary_first[1] + static_cast<int>(boundary.size()); ++t)
+      issued.push_back({tl.issue_s[t], t});
+    std::stable_sort(issued.begin(), issued.end());
+    for (const auto& [when, t] : issued) {
+      const ScheduledCollective& c = *boundary[task_item[t] - pass.size()].c;
+      out.boundary_order.push_back({std::string(collective_purpose_name(c.purpose)), c.range});
+    }
+  }
+  out.exposed_comm_s = std::max(0.0, out.step_s - out.compute_s - out.kernel_s - out.optimizer_s);
+
   const StepFlops flops = step_flops(cfg, seq, b, accum, options.recompute);
   out.model_flops = flops.model;
   out.executed_flops = flops.executed;
   out.tflops_per_device = flops.model / out.step_s / 1e12;
   out.tokens_per_step = double(seq) * b * accum * topo.world_size();
 
+  // Per tier and per (purpose, label).
   const auto bytes = schedule.bytes_per_tier();
-  for (std::size_t t = 0; t < labels.size(); ++t) {
-    TierCost tc;
-    tc.name = labels[t];
-    tc.bytes = bytes.at(tc.name);
-    tc.busy_s = busy[t] + boundary_busy[t];
-    // Exposed pass time is shared among tiers in proportion to their busy time in the passes.
-    tc.exposed_s =
-        boundary_busy[t] + (passes.comm_s > 0 ? passes.exposed_comm_s() * busy[t] / passes.comm_s : 0.0);
-    out.tiers.push_back(tc);
+  const std::vector<std::string>& labels = schedule.labels();
+  for (const auto& name : labels) out.tiers.push_back(TierCost{.name = name, .bytes = bytes.at(name)});
+  auto tier_of = [&](const std::string& label) -> TierCost& {
+    return *std::find_if(out.tiers.begin(), out.tiers.end(),
+                         [&](const TierCost& t) { return t.name == label; });
+  };
+  for (std::size_t k = 0; k < item_exposed.size(); ++k) {
+    const Item& it = item_at(k);
+    double busy = 0;
+    for (const auto& p : it.parts) busy += p.busy_s;
+    for (const auto& p : it.parts) {
+      const double share = busy > 0 ? p.busy_s / busy : 1.0 / it.parts.size();
+      const double kernel = it.kernel_s * share;
+      const double exposed = item_exposed[k] * share;
+      TierCost& tc = tier_of(p.label);
+      tc.busy_s += p.busy_s + kernel;
+      tc.exposed_s += exposed;
+      std::string kind = std::string(collective_name(it.c->kind));
+      kind += it.c->quant_bits ? fmt::format(" INT{}", it.c->quant_bits)
+                               : fmt::format(" {}", dtype_name(it.c->dtype));
+      const std::string purpose(collective_purpose_name(it.c->purpose));
+      auto row = std::find_if(out.comms.begin(), out.comms.end(), [&](const CommCost& c) {
+        return c.purpose == purpose && c.label == p.label && c.kind == kind;
+      });
+      if (row == out.comms.end()) {
+        out.comms.push_back(CommCost{.purpose = purpose, .kind = kind, .label = p.label});
+        row = out.comms.end() - 1;
+      }
+      row->collectives += static_cast<int>(it.collectives.size());
+      row->messages += p.messages;
+      row->bytes += p.bytes;
+      row->busy_s += p.busy_s + kernel;
+      row->exposed_s += exposed;
+      row->latency_s += p.latency_s;
+      row->bandwidth_s += p.bandwidth_s;
+      row->reduce_s += p.reduce_s;
+      row->kernel_s += kernel;
+      row->measured = row->measured || p.measured;
+      row->bound_tier = topo.tier(p.bound_tier).name;
+    }
   }
 
   const ActivationBytes act = activation_bytes(cfg, seq, b, options.recompute);
   out.memory = plan_memory(layout, static_cast<std::size_t>(act.total()));
   out.capacity_bytes = dev.memory_gib * double(1ull << 30);
   out.fits = out.capacity_bytes <= 0 || double(out.memory.peak_bytes()) <= out.capacity_bytes;
+
+  // What bounds the step: memory if it does not fit, else the largest of compute, kernels, the
+  // optimizer and each label's exposed time split into latency and bandwidth (by its busy parts).
+  if (!out.fits) {
+    out.bound = fmt::format("memory: needs {:.1f} GiB of {:.1f}",
+                            double(out.memory.peak_bytes()) / double(1ull << 30),
+                            out.capacity_bytes / double(1ull << 30));
+  } else {
+    std::vector<std::pair<double, std::string>> parts = {{out.compute_s, "compute"},
+                                                         {out.kernel_s, "quantization kernels"},
+                                                         {out.optimizer_s, "optimizer (memory bandwidth)"}};
+    std::map<std::string, std::pair<double, double>> by_label;  // label -> (latency, bandwidth) exposed
+    for (const auto& c : out.comms) {
+      const double parts_s = c.latency_s + c.bandwidth_s + c.reduce_s + c.kernel_s;
+      if (parts_s <= 0) continue;
+      by_label[c.label].first += c.exposed_s * c.latency_s / parts_s;
+      by_label[c.label].second += c.exposed_s * (c.bandwidth_s + c.reduce_s + c.kernel_s) / parts_s;
+    }
+    for (const auto& [label, lb] : by_label) {
+      parts.push_back({lb.first, label + " latency"});
+      parts.push_back({lb.second, label + " bandwidth"});
+    }
+    std::stable_sort(parts.begin(), parts.end(),
+                     [](const auto& a, const auto& b) { return a.first > b.first; });
+    for (std::size_t i = 0; i < parts.size() && i < 3 && parts[i].first > 0; ++i)
+      out.bound +=
+          fmt::format("{}{} {:.0f}%", i ? ", " : "", parts[i].second, 100 * parts[i].first / out.step_s);
+  }
   return out;
 }
 

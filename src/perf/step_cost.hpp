@@ -2,18 +2,22 @@
 // partition plan, the step time with its breakdown, the bytes per tier, TFLOPS per device and the
 // memory per rank, and whether it fits.
 //   bytes     the plan's StepSchedule (plan/step_schedule.hpp): the very list of collectives the
-//             engine issues, priced tier step by tier step; bytes per tier are its bytes_per_tier().
-//   comm time each tier step by perf/collective_time.hpp from the tier's bandwidth and latency; a
-//             flat collective over a set of tiers (PlanOptions::collectives) is one ring over the
-//             whole group at the outermost tier's per-rank bandwidth and latency.
-//   compute   executed FLOPs (perf/step_flops.hpp) at achievable_fraction x the device's peak
-//             (a roofline's compute roof: GPT matmuls at these shapes are compute-bound; the
-//             fraction is a documented input, not fitted).
-//   overlap   perf/overlap_schedule.hpp for the forward/backward collectives; the step-boundary
-//             exchange, the scalars and the optimizer run exposed, one after another.
+//             engine issues; bytes per tier are its bytes_per_tier().
+//   messages  how the runtime issues them (perf/runtime_model.hpp): tierzero one per range (gradient
+//             reductions coalesced or split into buckets with bucket_elements); DeepSpeed one gather
+//             per module and gradient buckets of reduce_bucket_size elements.
+//   comm time each message of each tier step by perf/collective_price.hpp (measured curves, or the
+//             ring closed forms: one tier, tierzero's shard-ordered flat ring, NCCL's channels).
+//   kernels   qwZ and qgZ quantization kernels by perf/kernel_time.hpp: inside the collective
+//             (tierzero, and DeepSpeed's qgZ) or on the compute stream before the layer (DeepSpeed's
+//             qwZ dequantization).
+//   compute   executed FLOPs (perf/step_flops.hpp) at achievable_fraction x the device's peak.
+//   overlap   perf/step_timeline.hpp over three consecutive steps: the step time is the steady
+//             period between the second and third steps' first compute; the step boundary runs as
+//             BoundaryMode says (docs/cost_model.md gives the order of operations of each).
 //   optimizer AdamW streams its O shard through memory once: kAdamBytesPerElement bytes per
-//             element (fp32 master, m, v read and written, fp32 gradient read, compute-dtype weight
-//             written) at the device's memory bandwidth.
+//             element (pipelined: plus its non-finite check, kAdamCheckBytesPerElement) at the device's
+//             memory bandwidth.
 //   memory    plan/memory_plan.hpp's states and buffers + perf/activation_memory.hpp's activations.
 #pragma once
 
@@ -22,6 +26,7 @@
 #include <vector>
 
 #include "perf/model_shape.hpp"
+#include "perf/runtime_model.hpp"
 #include "plan/memory_plan.hpp"
 #include "plan/partition_plan.hpp"
 #include "plan/shard_layout.hpp"
@@ -31,6 +36,26 @@
 namespace tz::perf {
 
 inline constexpr double kAdamBytesPerElement = 4 * 3 * 2 + 4 + 2;
+// The pipelined boundary's check of the update for non-finite values: reads weight, gradient, m, v.
+inline constexpr double kAdamCheckBytesPerElement = 4 * 4;
+
+// The step boundary (gradient reduction up to O, replica all-reduce, scalars, AdamW, weight refresh).
+//   pipelined  as the engine runs it (the default): the loss all-reduce is issued as the last
+//              micro-batch's forward ends, waited for by nothing; in the last micro-batch each range's
+//              G -> O reduce-scatter is issued as soon as its gradient reduction ends (its gradient is
+//              final), its replica all-reduce right after; the grad norm once all are done; the
+//              optimizer's non-finite check (kAdamCheckBytesPerElement per O element), then the
+//              non-finite vote; then AdamW range by range in the next forward's order, each range's
+//              refresh all-gather issued as soon as its AdamW ends; the next step's gather of a range
+//              waits for that range's refresh (or its AdamW when nothing is refreshed).
+//   exposed    the boundary run after the backward, as the engine ran it before pipelining and as
+//              DeepSpeed's optimizer step runs: after the last backward and all its reductions, every
+//              range's G -> O reduce-scatter, then every replica all-reduce, the grad-norm and
+//              non-finite scalars, AdamW on the whole O shard, every range's refresh all-gather, the
+//              loss; the next step starts after the loss. Nothing overlaps compute.
+enum class BoundaryMode { exposed, pipelined };
+std::string_view boundary_mode_name(BoundaryMode m);
+BoundaryMode parse_boundary_mode(std::string_view text, std::string_view option);
 
 struct CostOptions {
   // Fraction of the device's peak FLOP/s the model's matmuls achieve. Default: the 38.4% of peak
@@ -39,7 +64,36 @@ struct CostOptions {
   double achievable_fraction = 0.384;
   bool recompute = true;  // full activation recomputation (needed for a 20B model at s = 2048)
   bool overlap = true;    // overlap per-range gathers and reductions with compute
+  Runtime runtime = Runtime::tierzero;
+  BoundaryMode boundary = BoundaryMode::pipelined;  // the engine's
+  // Gradient-reduction bucket in elements: 0 = the runtime's own (tierzero: one reduction per
+  // range; DeepSpeed: reduce_bucket_size = 5e8).
+  double bucket_elements = 0;
+  // Fraction of memory_bandwidth_GBps the quantization kernels reach when the device has no
+  // measured quant_GBps. Assumed 0.8: what streaming kernels (STREAM/BabelStream triad) reach on
+  // HBM GPUs; calibrate with bench quant (docs/cost_model.md, "Kernels").
+  double kernel_efficiency = 0.8;
+  // Host-side cost the runtime adds to every collective call it issues (launch, hooks, bookkeeping),
+  // microseconds, on the comm stream. 0 by default: no published figure for either runtime; the
+  // validation shows its sensitivity.
+  double message_overhead_us = 0;
+  // Fraction of its priced bandwidth (measured curve or link figures) a collective reaches during
+  // training, when compute kernels share the device and its memory with it; 1 = as benchmarked. Its
+  // default is 1: no published figure; the validation shows its sensitivity.
+  double link_efficiency = 1;
+  // Ranks sharing a host's cores (docs/cost_model.md, "Calibration on this machine"): when more
+  // ranks run than the host has cores, every collective call waits for its ranks to be scheduled:
+  // (local_ranks / host_cores - 1) scheduler slices per call. 0 = not shared (the default).
+  int host_cores = 0;
+  int local_ranks = 0;
+  // The scheduler's time slice, microseconds; <= 0 = Linux's default (EEVDF base slice 750 us scaled
+  // by 1 + floor(log2(min(cores, 8))), sysctl_sched_base_slice with SCHED_TUNABLESCALING_LOG).
+  double sched_slice_us = 0;
 };
+
+// The scheduler wait the cost model adds to each collective call for ranks sharing a host's cores
+// (CostOptions::host_cores / local_ranks), seconds; 0 when the host is not oversubscribed.
+double scheduler_wait_s(const CostOptions& options);
 
 struct TierCost {
   std::string name;
@@ -48,12 +102,30 @@ struct TierCost {
   double exposed_s = 0;  // share of the step's exposed communication (see docs/cost_model.md)
 };
 
+// One row of `plan --explain`: the collectives of one purpose on one step label.
+struct CommCost {
+  std::string purpose;  // collective_purpose_name
+  std::string kind;     // e.g. "all_gather bf16", "all_to_all INT4"
+  std::string label;    // the tier (or flat group) the steps run on
+  int collectives = 0;  // scheduled collectives per step
+  int messages = 0;     // calls the runtime issues for them (per tier step)
+  double bytes = 0;     // per rank per step
+  double busy_s = 0;
+  double exposed_s = 0;
+  double latency_s = 0, bandwidth_s = 0, reduce_s = 0, kernel_s = 0;  // busy_s split
+  bool measured = false;                                              // priced from a measured curve
+  std::string bound_tier = {};  // the tier whose links bound the bandwidth part
+};
+
 struct StepCost {
   std::string plan;
+  std::string runtime;
+  std::string boundary;
   int world_size = 0;
   double step_s = 0;
   double compute_s = 0;       // forward + backward (+ recompute)
-  double exposed_comm_s = 0;  // step_s - compute_s - optimizer_s
+  double kernel_s = 0;        // quantization kernels on the compute stream (DeepSpeed's qwZ)
+  double exposed_comm_s = 0;  // step_s - compute_s - kernel_s - optimizer_s
   double optimizer_s = 0;
   double model_flops = 0;  // per rank per step
   double executed_flops = 0;
@@ -62,6 +134,12 @@ struct StepCost {
   // The schedule's labels (StepSchedule::labels): the topology's tiers innermost first, then the
   // flat groups of a plan with collectives = flat ("world", "gcd+node", ...).
   std::vector<TierCost> tiers;
+  std::vector<CommCost> comms;  // by purpose then label, in schedule order
+  bool kernels_priced = true;   // false when qwZ/qgZ run but the device gives no memory bandwidth
+  std::string bound;            // what bounds the step (docs/cost_model.md, "Explain")
+  // The steady step's boundary collectives in the order the model issues them (purpose, range; -1
+  // for scalars): the order of operations BoundaryMode documents, for tests against the engine's.
+  std::vector<std::pair<std::string, int>> boundary_order;
   MemoryPlan memory;
   double capacity_bytes = 0;  // device memory; 0 = unknown
   bool fits = true;

@@ -8,8 +8,9 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.hpp"
+#include "core/json_excerpt.hpp"
 #include "core/json_fields.hpp"
-#include "quant/quant_format.hpp"
+#include "core/quant_format.hpp"
 
 namespace tz {
 
@@ -34,17 +35,7 @@ std::string_view dtype_mode_name(DTypeMode m) {
 DTypeMode parse_dtype_mode(std::string_view value, std::string_view what) {
   if (value == "bf16") return DTypeMode::bf16;
   if (value == "fp32" || value == "f32") return DTypeMode::fp32;
-  fail_input("{}: dtype '{}' is not one of bf16, fp32", what, value);
-}
-
-std::string_view collective_algo_name(CollectiveAlgo a) {
-  return a == CollectiveAlgo::flat ? "flat" : "hierarchical";
-}
-
-CollectiveAlgo parse_collective_algo(std::string_view value, std::string_view what) {
-  if (value == "hierarchical") return CollectiveAlgo::hierarchical;
-  if (value == "flat") return CollectiveAlgo::flat;
-  fail_input("{}: collectives '{}' is not one of hierarchical, flat", what, value);
+  fail_input("{}: dtype '{}' is not one of bf16, fp32", what, text_excerpt(value));
 }
 
 namespace {
@@ -85,7 +76,7 @@ int parse_placement(const Topology& topo, std::string_view value, std::string_vi
   if (value == "world") return world_tier(topo);
   if (value == "replicated" || value == "none") return kReplicated;
   fail_input("plan: {} names unknown tier '{}' (topology {} has tiers: {}; or 'world', 'replicated')", what,
-             value, topo.name(), tier_list(topo));
+             text_excerpt(value), topo.name(), tier_list(topo));
 }
 
 int tier_of_domain_size(const Topology& topo, int size, std::string_view what) {
@@ -167,7 +158,7 @@ PartitionPlan PartitionPlan::preset(std::string_view name, const Topology& topo,
   } else {
     std::string known;
     for (const auto& n : preset_names()) known += (known.empty() ? "" : ", ") + n;
-    fail_input("plan: unknown preset '{}' (known: {})", name, known);
+    fail_input("plan: unknown preset '{}' (known: {})", text_excerpt(name), known);
   }
   PartitionPlan plan(std::string(name), tiers, options);
   plan.validate(topo);
@@ -278,13 +269,14 @@ PlanSpec plan_spec_from_json(const nlohmann::json& doc, std::string_view origin)
                 "W_fwd", "W_bwd", "G", "O", "qwz", "qgz", "quant_block", "prefetch_depth",
                 "gradient_accumulation_steps", "micro_batch_size", "dtype", "collectives"});
   PlanSpec spec;
-  spec.name = f.str_or("name", "");
+  spec.name = f.identifier_or("name", "");
   spec.preset = f.str_or("preset", "");
   spec.preset_args.partition_tier = f.str_or("partition_tier", "");
-  spec.preset_args.partition_size = static_cast<int>(f.integer_or("partition_size", 0));
+  constexpr long long kMaxCount = 1LL << 30;  // sizes and counts; the plan checks finer ranges
+  spec.preset_args.partition_size = static_cast<int>(f.integer_or("partition_size", 0, 0, kMaxCount));
   spec.hpz_given = f.has("hpz");
   spec.preset_args.hpz = f.boolean_or("hpz", true);
-  spec.preset_args.hpz_partition_size = static_cast<int>(f.integer_or("hpz_partition_size", 0));
+  spec.preset_args.hpz_partition_size = static_cast<int>(f.integer_or("hpz_partition_size", 0, 0, kMaxCount));
   auto opt_str = [&](std::string_view key, std::optional<std::string>& out) {
     if (f.has(key)) out = f.str(key);
   };
@@ -295,13 +287,13 @@ PlanSpec plan_spec_from_json(const nlohmann::json& doc, std::string_view origin)
   opt_str("O", spec.optim);
   if (f.has("qwz")) spec.qwz = f.boolean("qwz");
   if (f.has("qgz")) spec.qgz = f.boolean("qgz");
-  auto opt_int = [&](std::string_view key, std::optional<int>& out) {
-    if (f.has(key)) out = static_cast<int>(f.integer(key));
+  auto opt_int = [&](std::string_view key, std::optional<int>& out, long long min, long long max) {
+    if (f.has(key)) out = static_cast<int>(f.integer(key, min, max));
   };
-  opt_int("quant_block", spec.quant_block);
-  opt_int("prefetch_depth", spec.prefetch_depth);
-  opt_int("gradient_accumulation_steps", spec.grad_accum_steps);
-  opt_int("micro_batch_size", spec.micro_batch_size);
+  opt_int("quant_block", spec.quant_block, 1, kMaxCount);
+  opt_int("prefetch_depth", spec.prefetch_depth, 0, 64);
+  opt_int("gradient_accumulation_steps", spec.grad_accum_steps, 1, kMaxCount);
+  opt_int("micro_batch_size", spec.micro_batch_size, 1, kMaxCount);
   if (f.has("dtype")) spec.dtype_mode = parse_dtype_mode(f.str("dtype"), f.where() + ": key 'dtype'");
   if (f.has("collectives"))
     spec.collectives = parse_collective_algo(f.str("collectives"), f.where() + ": key 'collectives'");
@@ -311,7 +303,7 @@ PlanSpec plan_spec_from_json(const nlohmann::json& doc, std::string_view origin)
 PartitionPlan make_plan(const PlanSpec& spec, const Topology& topo) {
   if (spec.hpz_given && spec.preset != "zeropp")
     fail_input("plan {}: hpz applies only to the zeropp preset",
-               spec.preset.empty() ? "custom" : spec.preset);
+               spec.preset.empty() ? "custom" : text_excerpt(spec.preset));
   if (spec.w && (spec.w_fwd || spec.w_bwd))
     fail_input("plan: give either W (both weight states) or W_fwd / W_bwd, not both");
   PartitionPlan base =

@@ -1,4 +1,4 @@
-// A partition plan (DESIGN section 3) says, for each model state, on which tier of the topology it
+// A partition plan (docs/plan.md) says, for each model state, on which tier of the topology it
 // is sharded:
 //   W_fwd  the weights all-gathered for the forward pass (stored as the primary weight shard),
 //   W_bwd  the weights all-gathered for the backward pass; on an inner tier than W_fwd it is a
@@ -12,7 +12,7 @@
 //
 // Consistency rules (validate(), docs/plan.md): tier(W_bwd) <= tier(W_fwd); tier(G) <= tier(O);
 // qwZ needs W_fwd sharded; qgZ needs G sharded; every tier exists in the topology; option ranges
-// (quant_block: a multiple of 32 in 32..65536, as quant/quant_format.hpp requires).
+// (quant_block: a multiple of 32 in 32..65536, as core/quant_format.hpp requires).
 // A plan is a pure value: no MPI, printable (describe) and serialisable (to_json) against the
 // topology it was made for (tier names come from it).
 #pragma once
@@ -26,6 +26,7 @@
 #include <string_view>
 #include <vector>
 
+#include "collective/collective_plan.hpp"
 #include "core/dtype.hpp"
 #include "topology/topology.hpp"
 
@@ -58,17 +59,8 @@ constexpr DType compute_dtype(DTypeMode m) {
   return m == DTypeMode::bf16 ? DType::bf16 : DType::f32;
 }
 
-// How a collective over a set of tiers S with more than one non-trivial tier runs (docs/plan.md):
-//   hierarchical  (default) composed of single-tier steps (comm/mesh.hpp): all-gather outer tier
-//                 first, reduce-scatter inner tier first, each step on its own tier's link;
-//   flat          ONE collective on one communicator over all ranks of S (a single ring, as
-//                 DeepSpeed's ZeRO-3/ZeRO++ run NCCL/RCCL), recorded under tier_set_name(S).
-// A collective over one non-trivial tier is the same in both modes; scalars always go tier by tier,
-// and qgZ stays hierarchical (it is ZeRO++'s hierarchical all-to-all by definition).
-enum class CollectiveAlgo : std::uint8_t { hierarchical, flat };
-std::string_view collective_algo_name(CollectiveAlgo a);
-CollectiveAlgo parse_collective_algo(std::string_view value, std::string_view what);
-
+// PlanOptions::collectives, how a collective over several active tiers runs (hierarchical or flat),
+// is collective/collective_plan.hpp's CollectiveAlgo: that layer decides the algorithm for everyone.
 struct PlanOptions {
   bool qwz = false;          // INT8 block-quantized forward weight all-gathers (ZeRO++ qwZ)
   bool qgz = false;          // INT4 block-quantized all-to-all gradient reduction (ZeRO++ qgZ)

@@ -90,11 +90,7 @@ TierSet ShardLayout::refresh_gather_tiers() const {
 }
 
 bool ShardLayout::runs_flat(TierSet tiers) const {
-  if (plan_.options().collectives != CollectiveAlgo::flat) return false;
-  int active = 0;
-  for (int t = 0; t < topo_.num_tiers(); ++t)
-    if ((tiers & tier_bit(t)) && topo_.tier(t).fanout > 1) ++active;
-  return active > 1;
+  return tz::runs_flat(topo_, tiers, plan_.options().collectives);
 }
 
 }  // namespace tz

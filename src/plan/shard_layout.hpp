@@ -72,7 +72,7 @@ class ShardLayout {
   std::size_t local_offset(ModelState s, int range) const;
   ShardSpan shard(ModelState s, int range, int rank) const;
 
-  // The tier sets of the step's collectives (DESIGN section 4); empty = no traffic.
+  // The tier sets of the step's collectives (docs/engine.md, "One step"); empty = no traffic.
   TierSet forward_gather_tiers() const { return domain(ModelState::w_fwd); }
   TierSet backward_gather_tiers() const { return domain(ModelState::w_bwd); }
   TierSet grad_reduce_tiers() const { return domain(ModelState::grad); }

@@ -10,15 +10,14 @@
 #include <algorithm>
 
 #include "core/error.hpp"
-#include "quant/qgz_reduce_scatter.hpp"
-#include "quant/quant_format.hpp"
+#include "core/quant_format.hpp"
 
 namespace tz {
 
 std::size_t quantized_bytes(std::size_t numel, int bits, std::size_t block) {
   TZ_CHECK(bits == 4 || bits == 8, "bits {}", bits);
   TZ_CHECK(block > 0 && block % 2 == 0, "block {}", block);
-  // One formula with the quantizer (quant/quant_format.hpp).
+  // One formula with the quantizer (core/quant_format.hpp).
   return quantized_bytes(
       numel, QuantOptions{.bits = bits == 8 ? QuantBits::int8 : QuantBits::int4, .block_size = block});
 }
@@ -27,6 +26,7 @@ AcquisitionOrder sequential_order(int num_ranges) {
   AcquisitionOrder order;
   for (int r = 0; r < num_ranges; ++r) order.forward.push_back(r);
   for (int r = num_ranges - 1; r >= 0; --r) order.backward.push_back(r);
+  order.grads_ready = order.backward;
   return order;
 }
 
@@ -76,102 +76,6 @@ double ScheduledCollective::bytes() const {
 
 namespace {
 
-// Tiers of `set` that have more than one rank, innermost first.
-std::vector<int> active_tiers(const Topology& topo, TierSet set) {
-  std::vector<int> out;
-  for (int t = 0; t < topo.num_tiers(); ++t)
-    if ((set & tier_bit(t)) && topo.tier(t).fanout > 1) out.push_back(t);
-  return out;
-}
-
-TierStep make_step(const Topology& topo, CollectiveKind kind, int tier, std::size_t payload_bytes) {
-  TierStep s;
-  s.kind = kind;
-  s.tier = tier;
-  s.tiers = tier_bit(tier);
-  s.label = topo.tier(tier).name;
-  s.group_size = topo.tier(tier).fanout;
-  s.payload_bytes = payload_bytes;
-  s.bytes = algorithmic_bytes(kind, static_cast<double>(payload_bytes), s.group_size);
-  return s;
-}
-
-// One flat collective over all ranks of `tiers` (at least two non-trivial tiers), priced on the
-// outermost tier's link: payload as traffic.hpp defines it for `kind` over the whole group.
-std::vector<TierStep> flat_steps(const Topology& topo, CollectiveKind kind, TierSet tiers,
-                                 std::size_t payload_bytes) {
-  const std::vector<int> ts = active_tiers(topo, tiers);
-  TZ_CHECK(ts.size() > 1, "flat step over {} with {} non-trivial tiers", topo.tier_set_name(tiers),
-           ts.size());
-  TierStep s;
-  s.kind = kind;
-  s.tier = ts.back();
-  s.tiers = tiers;
-  s.label = topo.tier_set_name(tiers);
-  s.group_size = topo.group_size(tiers);
-  s.payload_bytes = payload_bytes;
-  s.bytes = algorithmic_bytes(kind, static_cast<double>(payload_bytes), s.group_size);
-  return {s};
-}
-
-// All-gather of a shard of `shard_bytes` over `tiers`, outermost tier first: the step on tier i
-// gathers f_i pieces of shard_bytes * (product of the fan-outs of the tiers outside i).
-std::vector<TierStep> all_gather_steps(const Topology& topo, TierSet tiers, std::size_t shard_bytes) {
-  std::vector<TierStep> steps;
-  const std::vector<int> ts = active_tiers(topo, tiers);
-  std::size_t piece = shard_bytes;
-  for (auto it = ts.rbegin(); it != ts.rend(); ++it) {
-    piece *= static_cast<std::size_t>(topo.tier(*it).fanout);
-    steps.push_back(make_step(topo, CollectiveKind::all_gather, *it, piece));
-  }
-  return steps;
-}
-
-// Reduce-scatter of `full_bytes` over `tiers`, innermost tier first: the data shrinks by f_i per step.
-std::vector<TierStep> reduce_scatter_steps(const Topology& topo, TierSet tiers, std::size_t full_bytes) {
-  std::vector<TierStep> steps;
-  std::size_t data = full_bytes;
-  for (int t : active_tiers(topo, tiers)) {
-    steps.push_back(make_step(topo, CollectiveKind::reduce_scatter, t, data));
-    data /= static_cast<std::size_t>(topo.tier(t).fanout);
-  }
-  return steps;
-}
-
-// All-reduce of `bytes` (a multiple of the group size), as Mesh::all_reduce runs it: reduce-scatter
-// inner->outer, then all-gather outer->inner (also on a single tier: two steps).
-std::vector<TierStep> all_reduce_steps(const Topology& topo, TierSet tiers, std::size_t bytes) {
-  const std::vector<int> ts = active_tiers(topo, tiers);
-  std::vector<TierStep> steps = reduce_scatter_steps(topo, tiers, bytes);
-  std::size_t shard = bytes;
-  for (int t : ts) shard /= static_cast<std::size_t>(topo.tier(t).fanout);
-  for (auto& s : all_gather_steps(topo, tiers, shard)) steps.push_back(s);
-  return steps;
-}
-
-// A scalar cannot be split: one all-reduce of the whole payload per tier, inner->outer.
-std::vector<TierStep> scalar_all_reduce_steps(const Topology& topo, TierSet tiers, std::size_t bytes) {
-  std::vector<TierStep> steps;
-  for (int t : active_tiers(topo, tiers))
-    steps.push_back(make_step(topo, CollectiveKind::all_reduce, t, bytes));
-  return steps;
-}
-
-// qgZ over `tiers`, innermost first: the tier's input of n elements is cut into f slices of n/f, each
-// quantized to INT4 on its own (padded to whole blocks), all-to-all, dequantized and summed in fp32;
-// the rank's slice is the next tier's input.
-std::vector<TierStep> qgz_steps(const Topology& topo, TierSet tiers, std::size_t numel, std::size_t block) {
-  std::vector<TierStep> steps;
-  std::size_t n = numel;
-  for (int t : active_tiers(topo, tiers)) {
-    const std::size_t f = static_cast<std::size_t>(topo.tier(t).fanout);
-    const std::size_t slice = n / f;
-    steps.push_back(make_step(topo, CollectiveKind::all_to_all, t, f * quantized_bytes(slice, 4, block)));
-    n = slice;
-  }
-  return steps;
-}
-
 void check_order(const ShardLayout& layout, const AcquisitionOrder& order) {
   const int n = layout.num_ranges();
   std::vector<int> fwd(n, 0), bwd(n, 0);
@@ -184,6 +88,18 @@ void check_order(const ShardLayout& layout, const AcquisitionOrder& order) {
     if (r < 0 || r >= n)
       fail_input("acquisition order: backward names range {} but the model has {} ranges", r, n);
     ++bwd[r];
+  }
+  if (!order.grads_ready.empty()) {
+    std::vector<int> ready(n, 0);
+    for (int r : order.grads_ready) {
+      if (r < 0 || r >= n)
+        fail_input("acquisition order: grads_ready names range {} but the model has {} ranges", r, n);
+      ++ready[r];
+    }
+    for (int r = 0; r < n; ++r)
+      if (ready[r] != 1)
+        fail_input("acquisition order: grads_ready reports range {} '{}' {} times (once per backward)", r,
+                   layout.ranges()[r].name, ready[r]);
   }
   for (int r = 0; r < n; ++r) {
     if (fwd[r] == 0)
@@ -198,34 +114,97 @@ void check_order(const ShardLayout& layout, const AcquisitionOrder& order) {
 
 }  // namespace
 
+CollectiveRequest collective_request(const ShardLayout& layout, CollectivePurpose purpose, int range) {
+  const PlanOptions& opt = layout.plan().options();
+  const DType wdt = compute_dtype(opt.dtype_mode);
+  const TierSet world = tiers_up_to(layout.topology().num_tiers() - 1);
+  CollectiveRequest r{.algo = opt.collectives, .quant_block = static_cast<std::size_t>(opt.quant_block)};
+  auto scalar = [&](TierSet tiers, std::size_t count = 1) {
+    r.kind = CollectiveKind::all_reduce;
+    r.tiers = tiers;
+    r.count = count;
+    r.dtype = DType::f64;
+    r.whole_per_tier = true;
+  };
+  switch (purpose) {
+    case CollectivePurpose::weight_gather_fwd:
+      r.kind = CollectiveKind::all_gather;
+      r.tiers = layout.forward_gather_tiers();
+      r.count = layout.shard_numel(ModelState::w_fwd, range);
+      r.dtype = wdt;
+      r.quant_bits = opt.qwz ? 8 : 0;
+      break;
+    case CollectivePurpose::weight_gather_bwd:
+      // A secondary partition (hpZ) travels unquantized; W_bwd = W_fwd reads the primary shards.
+      r.kind = CollectiveKind::all_gather;
+      r.tiers = layout.backward_gather_tiers();
+      r.count = layout.shard_numel(ModelState::w_bwd, range);
+      r.dtype = wdt;
+      r.quant_bits = opt.qwz && !layout.plan().has_secondary_weights() ? 8 : 0;
+      break;
+    case CollectivePurpose::grad_reduce:
+      r.kind = CollectiveKind::reduce_scatter;
+      r.tiers = layout.grad_reduce_tiers();
+      r.count = layout.shard_numel(ModelState::grad, range);
+      r.dtype = opt.qgz ? DType::f32 : wdt;  // qgZ quantizes the fp32 gradient
+      r.quant_bits = opt.qgz ? 4 : 0;
+      break;
+    case CollectivePurpose::grad_boundary_reduce:
+      r.kind = CollectiveKind::reduce_scatter;
+      r.tiers = layout.boundary_reduce_tiers();
+      r.count = layout.shard_numel(ModelState::optim, range);
+      r.dtype = DType::f32;
+      break;
+    case CollectivePurpose::grad_replica_reduce:
+      r.kind = CollectiveKind::all_reduce;
+      r.tiers = layout.replica_tiers();
+      r.count = layout.shard_numel(ModelState::optim, range);
+      r.dtype = DType::f32;
+      break;
+    case CollectivePurpose::weight_refresh:
+      r.kind = CollectiveKind::all_gather;
+      r.tiers = layout.refresh_gather_tiers();
+      r.count = layout.shard_numel(ModelState::optim, range);
+      r.dtype = wdt;
+      break;
+    case CollectivePurpose::grad_norm:
+      scalar(layout.norm_tiers());
+      break;
+    case CollectivePurpose::nonfinite_flag:
+      scalar(world, kNonfiniteVoteCount);
+      break;
+    case CollectivePurpose::loss_sum:
+      scalar(world);
+      break;
+  }
+  return r;
+}
+
+bool scheduled(const ShardLayout& layout, CollectivePurpose purpose, int range) {
+  if (range >= 0 && layout.padded_numel(range) == 0) return false;
+  return !plan_collective(layout.topology(), collective_request(layout, purpose, range)).steps.empty();
+}
+
 StepSchedule::StepSchedule(const ShardLayout& layout, const AcquisitionOrder& order) {
   check_order(layout, order);
   const Topology& topo = layout.topology();
-  const PartitionPlan& plan = layout.plan();
-  const PlanOptions& opt = plan.options();
-  const DType wdt = compute_dtype(opt.dtype_mode);
-  const std::size_t wbytes = dtype_bytes(wdt);
-  const std::size_t block = static_cast<std::size_t>(opt.quant_block);
+  const PlanOptions& opt = layout.plan().options();
   for (const auto& t : topo.tiers()) labels_.push_back(t.name);
 
-  // The plan's collectives over a tier set: hierarchical compositions, or one flat step.
-  auto gather_steps = [&](TierSet tiers, std::size_t shard_bytes) {
-    if (!layout.runs_flat(tiers)) return all_gather_steps(topo, tiers, shard_bytes);
-    return flat_steps(topo, CollectiveKind::all_gather, tiers,
-                      shard_bytes * static_cast<std::size_t>(topo.group_size(tiers)));
-  };
-  auto scatter_steps = [&](TierSet tiers, std::size_t full_bytes) {
-    return layout.runs_flat(tiers) ? flat_steps(topo, CollectiveKind::reduce_scatter, tiers, full_bytes)
-                                   : reduce_scatter_steps(topo, tiers, full_bytes);
-  };
-  auto reduce_steps = [&](TierSet tiers, std::size_t bytes) {
-    return layout.runs_flat(tiers) ? flat_steps(topo, CollectiveKind::all_reduce, tiers, bytes)
-                                   : all_reduce_steps(topo, tiers, bytes);
-  };
-
-  // A collective over one rank, or of a range of 0 elements, moves nothing and is not listed.
-  auto add = [&](ScheduledCollective c) {
-    if (!c.steps.empty() && (c.range < 0 || layout.padded_numel(c.range) > 0))
+  // One scheduled collective: the request, and its plan from the one algorithm decision. A
+  // collective over one rank, or of a range of 0 elements, moves nothing and is not listed.
+  auto add = [&](StepPhase phase, CollectivePurpose purpose, int micro_batch, int range) {
+    ScheduledCollective c{.phase = phase, .purpose = purpose, .micro_batch = micro_batch, .range = range};
+    c.request = collective_request(layout, purpose, range);
+    c.plan = plan_collective(topo, c.request);
+    c.kind = c.plan.quant == CollectiveQuant::qgz ? CollectiveKind::all_to_all : c.request.kind;
+    c.tiers = c.request.tiers;
+    c.dtype = c.request.dtype;
+    const bool quantized = c.plan.quant == CollectiveQuant::qwz || c.plan.quant == CollectiveQuant::qgz;
+    c.quant_bits = quantized ? c.request.quant_bits : 0;
+    c.count = c.request.count;
+    c.steps = c.plan.steps;
+    if (!c.steps.empty() && (range < 0 || layout.padded_numel(range) > 0))
       collectives_.push_back(std::move(c));
   };
 
@@ -235,118 +214,49 @@ StepSchedule::StepSchedule(const ShardLayout& layout, const AcquisitionOrder& or
   const int nb = static_cast<int>(order.backward.size());
   while (reused_ < std::min({keep, nf, nb}) && order.backward[reused_] == order.forward[nf - 1 - reused_])
     ++reused_;
+  // The backward's grads_ready events: event k after acquisition at[k] (as early as its range's last
+  // acquisition and the previous event allow).
   std::vector<int> last_bwd(layout.num_ranges(), -1);
   for (int j = 0; j < nb; ++j) last_bwd[order.backward[j]] = j;
+  std::vector<int> ready = order.grads_ready;
+  if (ready.empty()) {
+    std::vector<int> by_last(order.backward.size(), -1);
+    for (int r = 0; r < layout.num_ranges(); ++r) by_last[last_bwd[r]] = r;
+    for (int r : by_last)
+      if (r >= 0) ready.push_back(r);
+  }
+  std::vector<std::vector<int>> ready_after(nb);  // ranges reported after backward acquisition j
+  for (int k = 0, at = 0; k < static_cast<int>(ready.size()); ++k) {
+    at = std::max(at, last_bwd[ready[k]]);
+    ready_after[at].push_back(ready[k]);
+  }
 
-  const bool bwd_from_primary = !plan.has_secondary_weights();
-  for (int m = 0; m < opt.grad_accum_steps; ++m) {
-    for (int r : order.forward) {
-      ScheduledCollective c{.phase = StepPhase::forward,
-                            .purpose = CollectivePurpose::weight_gather_fwd,
-                            .micro_batch = m,
-                            .range = r,
-                            .kind = CollectiveKind::all_gather,
-                            .tiers = layout.forward_gather_tiers(),
-                            .dtype = wdt};
-      c.count = layout.shard_numel(ModelState::w_fwd, r);
-      if (opt.qwz) c.quant_bits = 8;
-      const std::size_t shard_bytes = opt.qwz ? quantized_bytes(c.count, 8, block) : c.count * wbytes;
-      c.steps = gather_steps(c.tiers, shard_bytes);
-      add(std::move(c));
-    }
-    for (int j = 0; j < nb; ++j) {
-      const int r = order.backward[j];
-      if (j >= reused_) {
-        ScheduledCollective c{.phase = StepPhase::backward,
-                              .purpose = CollectivePurpose::weight_gather_bwd,
-                              .micro_batch = m,
-                              .range = r,
-                              .kind = CollectiveKind::all_gather,
-                              .tiers = layout.backward_gather_tiers(),
-                              .dtype = wdt};
-        c.count = layout.shard_numel(ModelState::w_bwd, r);
-        const bool quantized = opt.qwz && bwd_from_primary;
-        if (quantized) c.quant_bits = 8;
-        const std::size_t shard_bytes = quantized ? quantized_bytes(c.count, 8, block) : c.count * wbytes;
-        c.steps = gather_steps(c.tiers, shard_bytes);
-        add(std::move(c));
-      }
-      if (last_bwd[r] == j) {
-        ScheduledCollective c{.phase = StepPhase::backward,
-                              .purpose = CollectivePurpose::grad_reduce,
-                              .micro_batch = m,
-                              .range = r,
-                              .tiers = layout.grad_reduce_tiers()};
-        c.count = layout.shard_numel(ModelState::grad, r);
-        const QuantOptions qgz{.bits = QuantBits::int4, .block_size = block};
-        if (opt.qgz && qgz_quantized_path(topo, c.tiers, c.count, qgz)) {
-          c.kind = CollectiveKind::all_to_all;
-          c.dtype = DType::f32;
-          c.quant_bits = 4;
-          c.steps = qgz_steps(topo, c.tiers, layout.padded_numel(r), block);
-        } else {
-          // Unquantized; qgZ's fallback (slices too small for quantization to pay) runs it in fp32,
-          // hierarchically like the rest of qgZ.
-          c.kind = CollectiveKind::reduce_scatter;
-          c.dtype = opt.qgz ? DType::f32 : wdt;
-          const std::size_t full_bytes = layout.padded_numel(r) * dtype_bytes(c.dtype);
-          c.steps =
-              opt.qgz ? reduce_scatter_steps(topo, c.tiers, full_bytes) : scatter_steps(c.tiers, full_bytes);
+  const int A = opt.grad_accum_steps;
+  const int R = layout.num_ranges();
+  for (int m = 0; m < A; ++m) {
+    const bool last = m + 1 == A;
+    for (int r : order.forward) add(StepPhase::forward, CollectivePurpose::weight_gather_fwd, m, r);
+    if (last)  // the step's loss is known: sum it while backward runs
+      add(StepPhase::scalar, CollectivePurpose::loss_sum, -1, -1);
+    for (int j = 0, issued = 0; j < nb; ++j) {
+      // Acquiring position j issues the gathers of positions up to j + prefetch_depth (prefetch).
+      for (issued = std::max(issued, j); issued < std::min(nb, j + keep); ++issued)
+        if (issued >= reused_)
+          add(StepPhase::backward, CollectivePurpose::weight_gather_bwd, m, order.backward[issued]);
+      for (int r : ready_after[j]) {
+        add(StepPhase::backward, CollectivePurpose::grad_reduce, m, r);
+        if (last) {  // pipelined boundary: this range's gradient is final for the step
+          add(StepPhase::boundary, CollectivePurpose::grad_boundary_reduce, -1, r);
+          add(StepPhase::boundary, CollectivePurpose::grad_replica_reduce, -1, r);
         }
-        add(std::move(c));
       }
     }
   }
-
-  // Boundary: every range's G -> O reduce-scatter, then every range's replica all-reduce.
-  const std::size_t f32 = sizeof(float);
-  for (int r = 0; r < layout.num_ranges(); ++r) {
-    ScheduledCollective rs{.phase = StepPhase::boundary,
-                           .purpose = CollectivePurpose::grad_boundary_reduce,
-                           .range = r,
-                           .kind = CollectiveKind::reduce_scatter,
-                           .tiers = layout.boundary_reduce_tiers(),
-                           .dtype = DType::f32};
-    rs.count = layout.shard_numel(ModelState::optim, r);
-    rs.steps = scatter_steps(rs.tiers, layout.shard_numel(ModelState::grad, r) * f32);
-    add(std::move(rs));
-  }
-  for (int r = 0; r < layout.num_ranges(); ++r) {
-    ScheduledCollective ar{.phase = StepPhase::boundary,
-                           .purpose = CollectivePurpose::grad_replica_reduce,
-                           .range = r,
-                           .kind = CollectiveKind::all_reduce,
-                           .tiers = layout.replica_tiers(),
-                           .dtype = DType::f32};
-    ar.count = layout.shard_numel(ModelState::optim, r);
-    ar.steps = reduce_steps(ar.tiers, ar.count * f32);
-    add(std::move(ar));
-  }
-  const TierSet world = tiers_up_to(topo.num_tiers() - 1);
-  auto scalar = [&](CollectivePurpose purpose, TierSet tiers) {
-    ScheduledCollective c{.phase = StepPhase::scalar,
-                          .purpose = purpose,
-                          .kind = CollectiveKind::all_reduce,
-                          .tiers = tiers,
-                          .dtype = DType::f64,
-                          .count = 1};
-    c.steps = scalar_all_reduce_steps(topo, tiers, dtype_bytes(DType::f64));
-    add(std::move(c));
-  };
-  scalar(CollectivePurpose::grad_norm, layout.norm_tiers());
-  scalar(CollectivePurpose::nonfinite_flag, world);
-  for (int r = 0; r < layout.num_ranges(); ++r) {
-    ScheduledCollective c{.phase = StepPhase::boundary,
-                          .purpose = CollectivePurpose::weight_refresh,
-                          .range = r,
-                          .kind = CollectiveKind::all_gather,
-                          .tiers = layout.refresh_gather_tiers(),
-                          .dtype = wdt};
-    c.count = layout.shard_numel(ModelState::optim, r);
-    c.steps = gather_steps(c.tiers, c.count * wbytes);
-    add(std::move(c));
-  }
-  scalar(CollectivePurpose::loss_sum, world);
+  // Boundary: the global norm once every range is reduced, the non-finite vote, then every range's
+  // update and refresh.
+  add(StepPhase::scalar, CollectivePurpose::grad_norm, -1, -1);
+  add(StepPhase::scalar, CollectivePurpose::nonfinite_flag, -1, -1);
+  for (int r = 0; r < R; ++r) add(StepPhase::boundary, CollectivePurpose::weight_refresh, -1, r);
   for (const auto& c : collectives_)
     for (const auto& st : c.steps)
       if (std::find(labels_.begin(), labels_.end(), st.label) == labels_.end()) labels_.push_back(st.label);

@@ -1,31 +1,41 @@
-// The step schedule: every collective one training step performs, in issue order, with its per-tier
+// The step schedule: every collective one training step performs, IN ISSUE ORDER, with its per-tier
 // steps and the bytes each moves by the ledger convention of comm/traffic.hpp (algorithmic_bytes).
-// This is THE formula: the engine issues exactly these collectives (same order on every rank, so
-// the schedule is the same for every rank; which shard a rank holds is in ShardLayout), its
-// measured ledger equals bytes_per_tier() and the cost model prices the same list.
+// This is THE formula: the engine issues exactly these collectives in exactly this order (the same
+// on every rank, so the schedule is the same for every rank; which shard a rank holds is in
+// ShardLayout), its measured ledger equals bytes_per_tier(), a test holds the engine's issue order to
+// collectives(), and the cost model prices the same list.
 //
-// One step (DESIGN section 4), for each micro-batch m = 0..A-1:
+// One step (docs/engine.md), for each micro-batch m = 0..A-1:
 //   forward:  for each range in order.forward: all-gather of the W_fwd shard over W_fwd's domain
 //             (payload = the padded range, compute dtype; qwZ: INT8 codes + fp32 scales). The W_bwd
 //             secondary shard (hpZ) is sliced from the gathered range: no traffic.
-//   backward: for each range in order.backward: all-gather of W_bwd over its domain (never
-//             quantized when it is a secondary partition; qwZ when W_bwd = W_fwd), EXCEPT the
-//             leading acquisitions that mirror the forward tail: backward acquisition j (j <
-//             1 + prefetch_depth) reuses the still-gathered forward buffer when order.backward[0..j]
-//             == reverse of the last j+1 forward acquisitions (the last block and a tied LM head).
-//             After a range's LAST backward acquisition its gradient is reduced into the G shard:
-//             reduce-scatter over G's domain (compute dtype), or qgZ: INT4 all-to-all tier by tier;
-//             where qgz_quantized_path() says quantization cannot pay (tiny slices), qgZ falls back
-//             to the fp32 reduce-scatter, and so does the schedule.
-// Step boundary: for every range the reduce-scatter G shard -> O shard over (tG, tO] (fp32), then
-//   for every range the all-reduce of
-//   the O-shard gradient over (tO, T-1] (fp32, as Mesh::all_reduce: reduce-scatter inner->outer
-//   then all-gather outer->inner, two steps even on one tier); then scalars: grad-norm sum of
-//   squares all-reduced over O's domain, the non-finite flag over the world; AdamW; then per range the
-//   all-gather of the new weights from O shards to W_fwd shards over (tW_fwd, tO] (compute dtype); finally
-//   the loss all-reduced over the world. Scalars are f64, one element, all-reduced tier by tier inner->outer
-//   on the per-tier communicators (mesh.tier(t), NOT Mesh::all_reduce, which would run one flat all-reduce
-//   under the group's label): a scalar cannot be split, so each tier step carries the whole 8 bytes.
+//   after the LAST micro-batch's forward (its loss is known): the loss sum, all-reduced over the
+//             world while backward runs.
+//   backward: the model's events in order (order.backward acquisitions, order.grads_ready):
+//             acquiring backward position j issues the W_bwd all-gathers of positions up to
+//             j + prefetch_depth not issued yet (prefetch), over W_bwd's domain (never quantized when
+//             it is a secondary partition; qwZ when W_bwd = W_fwd), EXCEPT the leading acquisitions
+//             that mirror the forward tail: backward acquisition j (j < 1 + prefetch_depth) reuses
+//             the still-gathered forward buffer when order.backward[0..j] == reverse of the last j+1
+//             forward acquisitions (the last block and a tied LM head).
+//             When a range's gradient is final (its grads_ready event) it is reduced into the G
+//             shard: reduce-scatter over G's domain (compute dtype), or qgZ: INT4 all-to-all tier by
+//             tier; where qgz_quantized_path() says quantization cannot pay (tiny slices), qgZ falls
+//             back to the fp32 reduce-scatter, and so does the schedule. On the LAST micro-batch the
+//             range's boundary reduction follows at once (pipelined boundary): the reduce-scatter
+//             G shard -> O shard over (tG, tO] (fp32), then the all-reduce of the O-shard gradient
+//             over (tO, T-1] across O's replicas (fp32, as Mesh::all_reduce: reduce-scatter
+//             inner->outer then all-gather outer->inner, two steps even on one tier).
+// Step boundary (once every range is reduced): the grad-norm sum of squares all-reduced over O's
+//   domain; the non-finite vote (kNonfiniteVoteCount f64 counts, summed over the world: where each
+//   rank saw inf/NaN this step, its optimizer check included, so every rank decides the skip alike);
+//   then AdamW range by range, each range's all-gather of its new weights from O shards to
+//   W_fwd shards over (tW_fwd, tO] (compute dtype) issued right after its update (the next step's
+//   forward waits for it where it first uses the range). Scalars are f64 (one element; the vote
+//   kNonfiniteVoteCount), all-reduced
+//   tier by tier inner->outer on the per-tier communicators (mesh.tier(t), NOT Mesh::all_reduce, which
+//   would run one flat all-reduce under the group's label): a scalar cannot be split, so each tier
+//   step carries the whole 8 bytes (the vote 8 x kNonfiniteVoteCount).
 //
 // Flat collectives (PlanOptions::collectives = flat, ShardLayout::runs_flat): a W gather, an
 // unquantized gradient reduce-scatter, the boundary reduce-scatter, the replica all-reduce and the
@@ -36,7 +46,7 @@
 //
 // Per-tier steps (mesh.hpp): all-gather outer tier first, reduce-scatter and all-to-all inner tier
 // first; a tier of fan-out 1 contributes no step; a collective over one rank, or of a range of 0
-// elements, is not listed.
+// elements, is not listed (scheduled() says which are).
 // For a k-tier all-gather of a shard of c elements (fan-outs f1..fk, inner first) the step on tier
 // i has payload c * f_i * ... * f_k elements and moves (f_i - 1)/f_i of it per rank.
 #pragma once
@@ -47,7 +57,7 @@
 #include <string_view>
 #include <vector>
 
-#include "comm/traffic.hpp"
+#include "collective/collective_plan.hpp"
 #include "core/dtype.hpp"
 #include "plan/shard_layout.hpp"
 
@@ -59,12 +69,18 @@ namespace tz {
 std::size_t quantized_bytes(std::size_t numel, int bits, std::size_t block);
 
 // The model's acquisition order: range indices as the forward and the backward pass acquire them
-// (a tied embedding may appear twice). Every range must appear in both.
+// (a tied embedding may appear twice). Every range must appear in both. `grads_ready`: the order in
+// which the backward pass reports each range's gradient final (each range once); event k comes right
+// after backward acquisition max(last backward acquisition of its range, that of event k-1), i.e. as
+// early as its range and the events before it allow (model/range_schedule.hpp's protocol: a tied
+// embedding is reported last, after the encoder). Empty: each range right after its last backward
+// acquisition.
 struct AcquisitionOrder {
   std::vector<int> forward;
   std::vector<int> backward;
+  std::vector<int> grads_ready = {};
 };
-// forward = 0..n-1, backward = n-1..0 (a model without tied ranges).
+// forward = 0..n-1, backward = n-1..0, grads_ready = backward (a model without tied ranges).
 AcquisitionOrder sequential_order(int num_ranges);
 
 enum class StepPhase : std::uint8_t { forward, backward, boundary, scalar };
@@ -78,23 +94,14 @@ enum class CollectivePurpose : std::uint8_t {
   grad_replica_reduce,   // O-shard gradient all-reduce over (tO, T-1]
   weight_refresh,        // updated weights from O shards to W_fwd shards over (tW_fwd, tO]
   grad_norm,             // scalar: sum of squares over O's domain
-  nonfinite_flag,        // scalar: any rank saw inf/NaN, over the world
+  nonfinite_flag,        // scalars: where ranks saw inf/NaN (kNonfiniteVoteCount counts), over the world
   loss_sum,              // scalar: loss over the world
 };
 std::string_view collective_purpose_name(CollectivePurpose p);
 
-// One single-communicator collective of a scheduled collective: a step of a hierarchical
-// composition (over one tier), or a whole flat collective (PlanOptions::collectives = flat) over a
-// set of tiers on the group of all their ranks.
-struct TierStep {
-  CollectiveKind kind = CollectiveKind::all_gather;  // single-communicator kind
-  int tier = 0;        // the tier whose link prices the step: its own, or the outermost of a flat set
-  TierSet tiers = 0;   // the group's tiers: tier_bit(tier) for a hierarchical step
-  std::string label;   // ledger key: the tier's name, or tier_set_name(tiers) for a flat step
-  int group_size = 1;  // ranks in the group: the tier's fan-out, or |group(tiers)|
-  std::size_t payload_bytes = 0;  // as traffic.hpp defines the payload for this kind
-  double bytes = 0;               // algorithmic_bytes(kind, payload_bytes, group_size) per rank
-};
+// Elements of the non-finite vote: per place where a value can turn inf/NaN (the loss, the
+// gradients, a quantized block, the optimizer's update), one f64 count summed over the world.
+inline constexpr std::size_t kNonfiniteVoteCount = 4;
 
 struct ScheduledCollective {
   StepPhase phase = StepPhase::forward;
@@ -107,8 +114,22 @@ struct ScheduledCollective {
   int quant_bits = 0;        // 0, 8 (qwZ) or 4 (qgZ)
   std::size_t count = 0;     // elements per rank as the Mesh call takes it (one shard; all-reduce: all)
   std::vector<TierStep> steps = {};
+  // What the engine issues (collective_request) and the one algorithm decision for it
+  // (plan_collective); kind..steps above are read off these for tables and the cost model.
+  CollectiveRequest request = {};
+  CollectivePlan plan = {};
   double bytes() const;  // sum of the steps
 };
+
+// The request of `range`'s collective of `purpose` (range -1 for the scalars), the same in every
+// micro-batch: tiers from the layout, count per rank, dtype, and the plan's choices (flat or
+// hierarchical, qwZ, qgZ, block size). The engine issues exactly these through run_collective
+// (quant/run_collective.hpp), and the schedule lists them, so both see one plan_collective result.
+CollectiveRequest collective_request(const ShardLayout& layout, CollectivePurpose purpose, int range);
+
+// Whether the schedule lists `range`'s collective of `purpose`: it moves something (its plan has
+// steps and the range is not empty). The engine traces exactly the collectives this admits.
+bool scheduled(const ShardLayout& layout, CollectivePurpose purpose, int range);
 
 class StepSchedule {
  public:

@@ -1,6 +1,6 @@
 // Internal to the quantization kernels: the per-block rules every path shares (scale choice, code
 // packing, the scalar encoder used for the rare blocks the fast paths hand back), and the table of
-// entry points of each path. The rules here ARE the format of quant/quant_format.hpp; the reference
+// entry points of each path. The rules here ARE the format of core/quant_format.hpp; the reference
 // (block_quantize_ref.cpp) is written with them and nothing else.
 #pragma once
 
@@ -13,7 +13,7 @@
 
 #include "core/bf16.hpp"
 #include "core/dtype.hpp"
-#include "quant/quant_format.hpp"
+#include "core/quant_format.hpp"
 
 namespace tz::quant_detail {
 
@@ -123,18 +123,58 @@ inline void decode_add_block_scalar(const std::uint8_t* block, std::size_t n, fl
   for (std::size_t i = 0; i < n; ++i) acc[i] += static_cast<float>(get_code(codes, i, bits)) * scale;
 }
 
-// Entry points of one path (same contracts as quantize / dequantize / dequantize_add).
+// The table of one ISA's kernels: operation x element type. A kernel trusts its arguments: the
+// dispatcher (block_quantize_dispatch.cpp) has checked the options, the dtype and the buffers once,
+// for every path, before it calls one.
+using QuantizeKernel = QuantStats (*)(const void* x, std::size_t count, std::uint8_t* q,
+                                      const QuantOptions& opts);
+using DequantizeKernel = void (*)(const std::uint8_t* q, std::size_t count, void* y,
+                                  const QuantOptions& opts);
+using DequantizeAddKernel = void (*)(const std::uint8_t* q, std::size_t count, float* acc,
+                                     const QuantOptions& opts);
+
+// The element types a block is quantized from and dequantized to, as indices of the table.
+inline constexpr std::size_t kQuantDtypeF32 = 0;
+inline constexpr std::size_t kQuantDtypeBf16 = 1;
+inline constexpr std::size_t kQuantDtypes = 2;
+
 struct QuantKernels {
-  QuantStats (*quantize)(const void* x, DType dtype, std::size_t count, std::uint8_t* q,
-                         const QuantOptions& opts);
-  void (*dequantize)(const std::uint8_t* q, std::size_t count, void* y, DType dtype,
-                     const QuantOptions& opts);
-  void (*dequantize_add)(const std::uint8_t* q, std::size_t count, float* acc, const QuantOptions& opts);
+  QuantizeKernel quantize[kQuantDtypes];
+  DequantizeKernel dequantize[kQuantDtypes];
+  DequantizeAddKernel dequantize_add;  // the accumulator is always fp32
 };
 
+template <typename T>
+using QuantizeTyped = QuantStats (*)(const T* x, std::size_t count, std::uint8_t* q,
+                                     const QuantOptions& opts);
+template <typename T>
+using DequantizeTyped = void (*)(const std::uint8_t* q, std::size_t count, T* y, const QuantOptions& opts);
+
+template <typename T, QuantizeTyped<T> Fn>
+QuantStats quantize_erased(const void* x, std::size_t count, std::uint8_t* q, const QuantOptions& opts) {
+  return Fn(static_cast<const T*>(x), count, q, opts);
+}
+template <typename T, DequantizeTyped<T> Fn>
+void dequantize_erased(const std::uint8_t* q, std::size_t count, void* y, const QuantOptions& opts) {
+  Fn(q, count, static_cast<T*>(y), opts);
+}
+
+// One ISA's table from its typed kernels.
+template <QuantizeTyped<float> QuantizeF32, QuantizeTyped<bf16> QuantizeBf16,
+          DequantizeTyped<float> DequantizeF32, DequantizeTyped<bf16> DequantizeBf16,
+          DequantizeAddKernel DequantizeAdd>
+constexpr QuantKernels make_quant_kernels() {
+  return {.quantize = {quantize_erased<float, QuantizeF32>, quantize_erased<bf16, QuantizeBf16>},
+          .dequantize = {dequantize_erased<float, DequantizeF32>, dequantize_erased<bf16, DequantizeBf16>},
+          .dequantize_add = DequantizeAdd};
+}
+
+// The tables of the paths; nullptr where the library was built for a target without that code
+// (the x86 paths on other CPUs' builds). Whether this CPU can run a built path is the dispatcher's
+// question (quant_isa_supported).
 const QuantKernels& reference_kernels();
 const QuantKernels& portable_kernels();
-// nullptr when the library was built for a target without the AVX-512 code (non-x86).
+const QuantKernels* avx2_kernels();
 const QuantKernels* avx512_kernels();
 
 }  // namespace tz::quant_detail

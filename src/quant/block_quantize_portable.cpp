@@ -15,8 +15,8 @@
 
 #include <algorithm>
 #include <bit>
+#include <type_traits>
 
-#include "core/error.hpp"
 #include "quant/block_kernels.hpp"
 #include "quant/block_quantize.hpp"
 
@@ -127,34 +127,7 @@ void dequantize_typed(const std::uint8_t* q, std::size_t count, T* y, const Quan
   }
 }
 
-QuantStats quantize_portable(const void* x, DType dtype, std::size_t count, std::uint8_t* q,
-                             const QuantOptions& opts) {
-  validate_quant_options(opts);
-  switch (dtype) {
-    case DType::f32:
-      return quantize_typed(static_cast<const float*>(x), count, q, opts);
-    case DType::bf16:
-      return quantize_typed(static_cast<const bf16*>(x), count, q, opts);
-    default:
-      fail_input("quantize: dtype {} is not quantizable (f32 or bf16)", dtype_name(dtype));
-  }
-}
-
-void dequantize_portable(const std::uint8_t* q, std::size_t count, void* y, DType dtype,
-                         const QuantOptions& opts) {
-  validate_quant_options(opts);
-  switch (dtype) {
-    case DType::f32:
-      return dequantize_typed(q, count, static_cast<float*>(y), opts);
-    case DType::bf16:
-      return dequantize_typed(q, count, static_cast<bf16*>(y), opts);
-    default:
-      fail_input("dequantize: dtype {} is not quantizable (f32 or bf16)", dtype_name(dtype));
-  }
-}
-
-void dequantize_add_portable(const std::uint8_t* q, std::size_t count, float* acc, const QuantOptions& opts) {
-  validate_quant_options(opts);
+void dequantize_add_blocks(const std::uint8_t* q, std::size_t count, float* acc, const QuantOptions& opts) {
   for (std::size_t start = 0; start < count; start += opts.block_size) {
     const std::size_t n = std::min(opts.block_size, count - start);
     const float scale = read_scale(q);
@@ -173,7 +146,9 @@ void dequantize_add_portable(const std::uint8_t* q, std::size_t count, float* ac
 
 namespace quant_detail {
 const QuantKernels& portable_kernels() {
-  static const QuantKernels k{quantize_portable, dequantize_portable, dequantize_add_portable};
+  static constexpr QuantKernels k =
+      make_quant_kernels<quantize_typed<float>, quantize_typed<bf16>, dequantize_typed<float>,
+                         dequantize_typed<bf16>, dequantize_add_blocks>();
   return k;
 }
 }  // namespace quant_detail

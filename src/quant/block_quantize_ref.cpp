@@ -1,5 +1,6 @@
 // Reference block quantizer and dequantizer: one element at a time, straight from the format rules
-// in quant/block_kernels.hpp. Every faster path is tested bitwise against these.
+// in quant/block_kernels.hpp. Every faster path is tested bitwise against these; quantize_ref and
+// its twins (block_quantize_dispatch.cpp) run this table.
 // Products are rounded to fp32 before they are added (no fused multiply-add, in every path).
 #if defined(__clang__)
 #pragma clang fp contract(off)
@@ -7,9 +8,9 @@
 #pragma GCC optimize("fp-contract=off")
 #endif
 
+#include <algorithm>
 #include <cmath>
 
-#include "core/error.hpp"
 #include "quant/block_kernels.hpp"
 #include "quant/block_quantize.hpp"
 
@@ -50,36 +51,8 @@ void dequantize_ref_typed(const std::uint8_t* q, std::size_t count, T* y, const 
   }
 }
 
-}  // namespace
-
-QuantStats quantize_ref(const void* x, DType dtype, std::size_t count, std::uint8_t* q,
-                        const QuantOptions& opts) {
-  validate_quant_options(opts);
-  switch (dtype) {
-    case DType::f32:
-      return quantize_ref_typed(static_cast<const float*>(x), count, q, opts);
-    case DType::bf16:
-      return quantize_ref_typed(static_cast<const bf16*>(x), count, q, opts);
-    default:
-      fail_input("quantize: dtype {} is not quantizable (f32 or bf16)", dtype_name(dtype));
-  }
-}
-
-void dequantize_ref(const std::uint8_t* q, std::size_t count, void* y, DType dtype,
-                    const QuantOptions& opts) {
-  validate_quant_options(opts);
-  switch (dtype) {
-    case DType::f32:
-      return dequantize_ref_typed(q, count, static_cast<float*>(y), opts);
-    case DType::bf16:
-      return dequantize_ref_typed(q, count, static_cast<bf16*>(y), opts);
-    default:
-      fail_input("dequantize: dtype {} is not quantizable (f32 or bf16)", dtype_name(dtype));
-  }
-}
-
-void dequantize_add_ref(const std::uint8_t* q, std::size_t count, float* acc, const QuantOptions& opts) {
-  validate_quant_options(opts);
+void dequantize_add_ref_blocks(const std::uint8_t* q, std::size_t count, float* acc,
+                               const QuantOptions& opts) {
   for (std::size_t start = 0; start < count; start += opts.block_size) {
     quant_detail::decode_add_block_scalar(q, std::min(opts.block_size, count - start), acc + start,
                                           opts.bits);
@@ -87,9 +60,13 @@ void dequantize_add_ref(const std::uint8_t* q, std::size_t count, float* acc, co
   }
 }
 
+}  // namespace
+
 namespace quant_detail {
 const QuantKernels& reference_kernels() {
-  static const QuantKernels k{quantize_ref, dequantize_ref, dequantize_add_ref};
+  static constexpr QuantKernels k =
+      make_quant_kernels<quantize_ref_typed<float>, quantize_ref_typed<bf16>, dequantize_ref_typed<float>,
+                         dequantize_ref_typed<bf16>, dequantize_add_ref_blocks>();
   return k;
 }
 }  // namespace quant_detail

@@ -1,7 +1,9 @@
 // qgZ hierarchical reduce-scatter (qgz_reduce_scatter.hpp): per tier, innermost first,
 //   quantize f slices -> all-to-all (u8) -> dequantize + sum in fp32 -> this rank's slice,
-// which is the next tier's input. Scratch buffers are per thread (one rank = one thread or process)
-// and kept across calls, so steady-state calls allocate nothing.
+// which is the next tier's input. The host steps are tasks on the calling thread's gradient host
+// stream: task i dequantizes and sums step i-1's slices and quantizes step i's; each all-to-all is
+// issued at call time behind the task that fills it. Buffers come from the thread's scratch pool
+// and go back when the last task that reads them has run, so steady-state calls allocate nothing.
 #include "quant/qgz_reduce_scatter.hpp"
 
 #include <fmt/format.h>
@@ -16,29 +18,14 @@
 
 #include "core/error.hpp"
 #include "quant/block_quantize.hpp"
+#include "quant/collective_after.hpp"
+#include "quant/host_stream.hpp"
+#include "quant/scratch_pool.hpp"
 
 namespace tz {
 namespace {
 
-struct QgzScratch {
-  std::vector<std::uint8_t> send, recv;
-  std::vector<float> partial[2];
-};
-
-QgzScratch& scratch() {
-  thread_local QgzScratch s;
-  return s;
-}
-
 std::atomic<std::size_t> g_fallbacks{0};
-
-// The tiers of `tiers` that move data (fan-out > 1), innermost first.
-std::vector<int> moving_tiers(const Topology& topology, TierSet tiers) {
-  std::vector<int> out;
-  for (int t = 0; t < topology.num_tiers(); ++t)
-    if ((tiers & tier_bit(t)) && topology.tier(t).fanout > 1) out.push_back(t);
-  return out;
-}
 
 void log_fallback_once(const Topology& topology, TierSet tiers, std::size_t count, const QuantOptions& opts) {
   static std::once_flag once;
@@ -55,63 +42,102 @@ void log_fallback_once(const Topology& topology, TierSet tiers, std::size_t coun
 
 }  // namespace
 
-bool qgz_quantized_path(const Topology& topology, TierSet tiers, std::size_t count,
-                        const QuantOptions& opts) {
-  std::size_t m = count * static_cast<std::size_t>(topology.group_size(tiers));
-  for (int t : moving_tiers(topology, tiers)) {
-    const std::size_t slice = m / topology.tier(t).fanout;
-    if (quantized_bytes(slice, opts) >= slice * sizeof(float)) return false;
-    m = slice;
-  }
-  return true;
-}
-
 std::size_t qgz_fallback_count() {
   return g_fallbacks.load();
 }
 
 Work qgz_reduce_scatter(Mesh& mesh, TierSet tiers, const float* full_grad, float* shard_out,
-                        std::size_t count, const QuantOptions& opts, QuantStats* stats) {
-  validate_quant_options(opts);
-  const Topology& topo = mesh.topology();
+                        std::size_t count, const QuantOptions& opts, QuantStats* stats, const Work& after) {
+  validate_quant_options(opts);  // before planning: bad input is an InputError
+  const CollectiveRequest request{.kind = CollectiveKind::reduce_scatter,
+                                  .tiers = tiers,
+                                  .count = count,
+                                  .dtype = DType::f32,
+                                  .quant_bits = static_cast<int>(opts.bits),
+                                  .quant_block = opts.block_size};
+  return qgz_reduce_scatter(mesh, request, plan_collective(mesh.topology(), request), full_grad, shard_out,
+                            stats, after);
+}
+
+Work qgz_reduce_scatter(Mesh& mesh, const CollectiveRequest& request, const CollectivePlan& plan,
+                        const float* full_grad, float* shard_out, QuantStats* stats, const Work& after) {
+  const std::size_t count = request.count;
   if (count == 0) return Work();
   TZ_CHECK(full_grad != nullptr && shard_out != nullptr, "qgz_reduce_scatter: null buffer for {} elements",
            count);
-  if (!qgz_quantized_path(topo, tiers, count, opts)) {
+  const Topology& topo = mesh.topology();
+  const QuantOptions opts = request.quant_options();
+  if (plan.quant == CollectiveQuant::qgz_fallback) {
     ++g_fallbacks;
-    log_fallback_once(topo, tiers, count, opts);
-    return mesh.reduce_scatter(tiers, full_grad, shard_out, count, DType::f32);
+    log_fallback_once(topo, request.tiers, count, opts);
+    start_after(mesh, plan, request.tiers, after);
+    return mesh.execute(plan, CollectiveKind::reduce_scatter, request.tiers, full_grad, shard_out);
   }
-  const std::vector<int> steps = moving_tiers(topo, tiers);
-  if (steps.empty()) {  // a group of one: this rank's block is the whole input
-    std::memcpy(shard_out, full_grad, count * sizeof(float));
-    return Work();
-  }
-  QgzScratch& s = scratch();
-  const float* in = full_grad;
-  std::size_t m = count * static_cast<std::size_t>(mesh.group_size(tiers));
-  for (std::size_t i = 0; i < steps.size(); ++i) {
-    const int f = topo.tier(steps[i]).fanout;
-    const std::size_t slice = m / f;
-    const std::size_t qbytes = quantized_bytes(slice, opts);
-    s.send.resize(qbytes * f);
-    s.recv.resize(qbytes * f);
+  TZ_CHECK(plan.quant == CollectiveQuant::qgz, "qgz_reduce_scatter of a {} plan",
+           collective_route_name(plan.route));
+  HostStream& host = host_stream(HostLane::gradients);
+  if (plan.steps.empty())  // a group of one: this rank's block is the whole input
+    return host.enqueue([=] { std::memcpy(shard_out, full_grad, count * sizeof(float)); }, {after});
+
+  ScratchPool& pool = quant_scratch();
+  // Quantizes the f slices of `slice` elements of `in` into `send`, each on its own.
+  auto quantize_slices = [opts, stats](const float* in, std::size_t slice, int f, std::size_t qbytes,
+                                       std::byte* send) {
     for (int j = 0; j < f; ++j) {
-      const QuantStats st = quantize(in + j * slice, DType::f32, slice, s.send.data() + j * qbytes, opts);
+      const QuantStats st = quantize(in + j * slice, DType::f32, slice,
+                                     reinterpret_cast<std::uint8_t*>(send) + j * qbytes, opts);
       if (stats) *stats += st;
     }
-    mesh.tier(steps[i]).all_to_all(s.send.data(), s.recv.data(), qbytes, DType::u8).wait();
-    float* out = shard_out;
-    if (i + 1 < steps.size()) {
-      s.partial[i % 2].resize(slice);
-      out = s.partial[i % 2].data();
-    }
+  };
+  // Sums the f received slices of `slice` elements into `out`, in peer order, in fp32.
+  auto sum_slices = [opts](const std::byte* recv, std::size_t slice, int f, std::size_t qbytes, float* out) {
     std::fill(out, out + slice, 0.0f);
-    for (int j = 0; j < f; ++j) dequantize_add(s.recv.data() + j * qbytes, slice, out, opts);
-    in = out;
+    for (int j = 0; j < f; ++j)
+      dequantize_add(reinterpret_cast<const std::uint8_t*>(recv) + j * qbytes, slice, out, opts);
+  };
+
+  std::size_t m = count * static_cast<std::size_t>(mesh.group_size(request.tiers));
+  const int f_first = plan.steps.front().group_size;
+  std::size_t slice = m / f_first, qbytes = quantized_bytes(slice, opts);
+  ScratchBuffer send = pool.get(qbytes * f_first);
+  Work ready =
+      host.enqueue([=] { quantize_slices(full_grad, slice, f_first, qbytes, send->data()); }, {after});
+  for (std::size_t i = 0; i < plan.steps.size(); ++i) {
+    const TierStep& step = plan.steps[i];
+    const int f = step.group_size;
+    TZ_CHECK_EQ(m / f, slice);
+    TZ_CHECK_EQ(step.payload_bytes, qbytes * f);
+    ScratchBuffer recv = pool.get(qbytes * f);
+    Communicator& comm = mesh.tier(step.tier);
+    comm.stream_wait(ready);
+    const Work arrived = comm.all_to_all(send->data(), recv->data(), qbytes, DType::u8);
+    if (i + 1 == plan.steps.size())
+      return host.enqueue(
+          [=] {
+            sum_slices(recv->data(), slice, f, qbytes, shard_out);
+            (void)send;  // the all-to-all reads it until `arrived`
+          },
+          {arrived});
+    // The sum is the next step's input: quantize its slices at once, in the same task.
+    const int f_next = plan.steps[i + 1].group_size;
+    const std::size_t slice_next = slice / f_next, qbytes_next = quantized_bytes(slice_next, opts);
+    ScratchBuffer partial = pool.get(slice * sizeof(float));
+    ScratchBuffer send_next = pool.get(qbytes_next * f_next);
+    ready = host.enqueue(
+        [=] {
+          auto* sum = reinterpret_cast<float*>(partial->data());
+          sum_slices(recv->data(), slice, f, qbytes, sum);
+          quantize_slices(sum, slice_next, f_next, qbytes_next, send_next->data());
+          (void)send;  // the all-to-all reads it until `arrived`
+        },
+        {arrived});
     m = slice;
+    slice = slice_next;
+    qbytes = qbytes_next;
+    send = send_next;
   }
-  return Work();
+  TZ_CHECK(false, "qgz_reduce_scatter: no last step");
+  __builtin_unreachable();
 }
 
 }  // namespace tz

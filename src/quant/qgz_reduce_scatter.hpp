@@ -29,26 +29,38 @@
 // qgz_fallback_count(). The decision depends only on (count, tiers, topology, opts), so all ranks
 // take it alike.
 //
-// Blocking: each step's all-to-all carries data computed from the previous step's result, so the
-// steps cannot all be issued up front; the call returns a completed Work (the fallback returns the
-// non-blocking Work of Mesh::reduce_scatter). Non-finite blocks quantized on this rank are counted
-// into `*stats` when given; NaN/inf in a gradient reaches the result as NaN.
+// Non-blocking (quant/host_stream.hpp): every step's data is computed from the previous step's
+// result, so each step's host work is a task on this thread's gradient host stream and each
+// all-to-all is issued now, in the caller's order, behind the task that fills its send buffer:
+//   Q1 = quantize f1 slices of the input (after `after`)
+//   A1 = all-to-all on tier t1 (stream_wait Q1)
+//   Q2 = dequantize + sum A1's slices, quantize f2 slices of the sum (after A1)   ... up to
+//   the last task, which writes shard_out: the returned Work.
+// The call returns at once; the Work completes when shard_out is written (the fallback returns the
+// non-blocking Work of the fp32 reduce-scatter, also started after `after`). `full_grad` and
+// `shard_out` must stay untouched until then. Non-finite blocks quantized on this rank are added to
+// `*stats` when given, by the time the Work completes; NaN/inf in a gradient reaches the result as NaN.
 #pragma once
 
 #include <cstddef>
 
+#include "collective/collective_plan.hpp"
 #include "comm/communicator.hpp"
 #include "comm/mesh.hpp"
-#include "quant/quant_format.hpp"
+#include "core/quant_format.hpp"
 
 namespace tz {
 
 Work qgz_reduce_scatter(Mesh& mesh, TierSet tiers, const float* full_grad, float* shard_out,
                         std::size_t count, const QuantOptions& opts = kQgzDefaultOptions,
-                        QuantStats* stats = nullptr);
+                        QuantStats* stats = nullptr, const Work& after = {});
 
-// Whether qgz_reduce_scatter takes the quantized path for these sizes (false: the fp32 fallback).
-bool qgz_quantized_path(const Topology& topology, TierSet tiers, std::size_t count, const QuantOptions& opts);
+// The same for a planned request (plan = plan_collective(topology, request), quant qgz or
+// qgz_fallback): runs the plan's steps (quant/run_collective.hpp calls this). Whether quantization
+// pays is collective/collective_plan.hpp's qgz_quantized_path.
+Work qgz_reduce_scatter(Mesh& mesh, const CollectiveRequest& request, const CollectivePlan& plan,
+                        const float* full_grad, float* shard_out, QuantStats* stats = nullptr,
+                        const Work& after = {});
 
 // Calls of qgz_reduce_scatter in this process that fell back to the unquantized reduce-scatter.
 std::size_t qgz_fallback_count();

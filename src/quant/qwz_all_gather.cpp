@@ -1,28 +1,24 @@
 // qwZ all-gather (qwz_all_gather.hpp): quantize the local shard once, all-gather codes + scales as
 // u8 (flat, or Mesh's hierarchical all-gather: outer tier first), dequantize every piece.
-//   step 1  quantize(shard) -> q_local                   quantized_bytes(count) bytes, no traffic
-//   step 2  all-gather q_local -> q_all over the group   G pieces of quantized_bytes(count) bytes
-//   step 3  dequantize piece i -> full[i * count ...]    for i in 0..G-1, no traffic
-// Scratch buffers are per thread (one rank = one thread or process) and kept across calls.
+//   step 1  quantize(shard) -> q_local                   host task (after `after`), no traffic
+//   step 2  all-gather q_local -> q_all over the group   issued now, starts once step 1 is done;
+//                                                        G pieces of quantized_bytes(count) bytes
+//   step 3  dequantize piece i -> full[i * count ...]    host task after step 2, for i in 0..G-1
+// Both host tasks run on the calling thread's weight host stream; the code buffers come from its
+// scratch pool and go back when step 3 has run. A group of one sends nothing: step 3 dequantizes
+// the local codes.
 #include "quant/qwz_all_gather.hpp"
 
 #include <cstdint>
-#include <vector>
 
 #include "core/error.hpp"
 #include "quant/block_quantize.hpp"
+#include "quant/collective_after.hpp"
+#include "quant/host_stream.hpp"
+#include "quant/scratch_pool.hpp"
 
 namespace tz {
 namespace {
-
-struct QwzScratch {
-  std::vector<std::uint8_t> local, gathered;
-};
-
-QwzScratch& scratch() {
-  thread_local QwzScratch s;
-  return s;
-}
 
 void check_args(const void* shard, const void* full, std::size_t count, DType dtype,
                 const QuantOptions& opts) {
@@ -33,41 +29,77 @@ void check_args(const void* shard, const void* full, std::size_t count, DType dt
            count);
 }
 
-// Steps 1 and 3 around a gather of `group` pieces done by `gather(local, gathered, bytes)`.
+// Steps 1-3 around a gather of `group` pieces: `first` is the communicator the gather starts on
+// (null for a group of one), `gather(local, gathered, bytes)` issues it.
 template <typename Gather>
-Work quantized_gather(int group, const void* shard, void* full, std::size_t count, DType dtype,
-                      const QuantOptions& opts, QuantStats* stats, Gather&& gather) {
+Work quantized_gather(int group, Communicator* first, const void* shard, void* full, std::size_t count,
+                      DType dtype, const QuantOptions& opts, QuantStats* stats, const Work& after,
+                      Gather&& gather) {
   check_args(shard, full, count, dtype, opts);
   if (count == 0) return Work();
+  HostStream& host = host_stream(HostLane::weights);
   const std::size_t qbytes = quantized_bytes(count, opts);
-  QwzScratch& s = scratch();
-  s.local.resize(qbytes);
-  s.gathered.resize(qbytes * group);
-  const QuantStats st = quantize(shard, dtype, count, s.local.data(), opts);
-  if (stats) *stats += st;
-  gather(s.local.data(), s.gathered.data(), qbytes).wait();
-  const std::size_t shard_bytes = count * dtype_bytes(dtype);
-  for (int i = 0; i < group; ++i)
-    dequantize(s.gathered.data() + i * qbytes, count, static_cast<std::uint8_t*>(full) + i * shard_bytes,
-               dtype, opts);
-  return Work();
+  ScratchBuffer local = quant_scratch().get(qbytes);
+  ScratchBuffer gathered = group > 1 ? quant_scratch().get(qbytes * group) : local;
+  Work quantized = host.enqueue(
+      [=] {
+        const QuantStats st =
+            quantize(shard, dtype, count, reinterpret_cast<std::uint8_t*>(local->data()), opts);
+        if (stats) *stats += st;
+      },
+      {after});
+  Work arrived = quantized;
+  if (group > 1) {
+    TZ_CHECK(first != nullptr, "qwz_all_gather over {} ranks without a communicator", group);
+    first->stream_wait(quantized);
+    arrived = gather(reinterpret_cast<const std::uint8_t*>(local->data()),
+                     reinterpret_cast<std::uint8_t*>(gathered->data()), qbytes);
+  }
+  return host.enqueue(
+      [=] {
+        const std::size_t shard_bytes = count * dtype_bytes(dtype);
+        const auto* codes = reinterpret_cast<const std::uint8_t*>(gathered->data());
+        for (int i = 0; i < group; ++i)
+          dequantize(codes + i * qbytes, count, static_cast<std::uint8_t*>(full) + i * shard_bytes, dtype,
+                     opts);
+        (void)local;  // the local codes live until the gather that reads them is done
+      },
+      {arrived});
 }
 
 }  // namespace
 
 Work qwz_all_gather(Communicator& comm, const void* shard, void* full, std::size_t count, DType dtype,
-                    const QuantOptions& opts, QuantStats* stats) {
-  return quantized_gather(comm.size(), shard, full, count, dtype, opts, stats,
+                    const QuantOptions& opts, QuantStats* stats, const Work& after) {
+  return quantized_gather(comm.size(), &comm, shard, full, count, dtype, opts, stats, after,
                           [&](const std::uint8_t* local, std::uint8_t* gathered, std::size_t bytes) {
                             return comm.all_gather(local, gathered, bytes, DType::u8);
                           });
 }
 
 Work qwz_all_gather(Mesh& mesh, TierSet tiers, const void* shard, void* full, std::size_t count, DType dtype,
-                    const QuantOptions& opts, QuantStats* stats) {
-  return quantized_gather(mesh.group_size(tiers), shard, full, count, dtype, opts, stats,
+                    const QuantOptions& opts, QuantStats* stats, const Work& after) {
+  check_args(shard, full, count, dtype, opts);  // before planning: bad input is an InputError
+  const CollectiveRequest request{.kind = CollectiveKind::all_gather,
+                                  .tiers = tiers,
+                                  .count = count,
+                                  .dtype = dtype,
+                                  .quant_bits = static_cast<int>(opts.bits),
+                                  .quant_block = opts.block_size};
+  return qwz_all_gather(mesh, request, plan_collective(mesh.topology(), request), shard, full, stats, after);
+}
+
+Work qwz_all_gather(Mesh& mesh, const CollectiveRequest& request, const CollectivePlan& plan,
+                    const void* shard, void* full, QuantStats* stats, const Work& after) {
+  TZ_CHECK(plan.quant == CollectiveQuant::qwz, "qwz_all_gather of a {} plan",
+           collective_route_name(plan.route));
+  const int group = mesh.group_size(request.tiers);
+  return quantized_gather(group, group > 1 ? first_step_communicator(mesh, plan, request.tiers) : nullptr,
+                          shard, full, request.count, request.dtype, request.quant_options(), stats, after,
                           [&](const std::uint8_t* local, std::uint8_t* gathered, std::size_t bytes) {
-                            return mesh.all_gather(tiers, local, gathered, bytes, DType::u8);
+                            TZ_CHECK_EQ(bytes, plan.wire_count);
+                            return mesh.execute(plan, CollectiveKind::all_gather, request.tiers, local,
+                                                gathered);
                           });
 }
 

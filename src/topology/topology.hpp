@@ -1,4 +1,4 @@
-// A topology is an ordered list of tiers, innermost first (DESIGN section 2). Tier t has a fan-out:
+// A topology is an ordered list of tiers, innermost first (docs/topology.md). Tier t has a fan-out:
 // how many units of tier t-1 (or ranks, for t = 0) one unit of tier t holds. A rank is a mixed-radix
 // number whose digit t is its coordinate in tier t, innermost digit fastest:
 //   rank = c0 + f0 * (c1 + f1 * (c2 + ...)).
@@ -6,9 +6,9 @@
 // a set of tiers S differs only in the coordinates of S. The domain up to tier t is the group for the
 // tiers 0..t (Frontier: the domain up to "node" is the 8 GCDs of one node).
 //
-// Units: bandwidth_gbps is GB/s (1e9 bytes per second) that one rank achieves in a collective confined
+// Units: bandwidth_GBps is GB/s (1e9 bytes per second) that one rank achieves in a collective confined
 // to that tier; latency_us is the per-message latency of one algorithm step on that tier;
-// reduce_gbps (optional, 0 = not known: reductions priced free) is the rate at which a rank adds a
+// reduce_GBps (optional, 0 = not known: reductions priced free) is the rate at which a rank adds a
 // received block into its partial sum during a reduce-scatter on that tier, GB of block per second
 // (a calibrated figure: perf/calibration.hpp fits it from bench comm's reduce-scatter rows).
 #pragma once
@@ -20,14 +20,16 @@
 #include <string_view>
 #include <vector>
 
+#include "topology/collective_curve.hpp"
+
 namespace tz {
 
 struct Tier {
   std::string name;
   int fanout = 1;
-  double bandwidth_gbps = 0;
+  double bandwidth_GBps = 0;
   double latency_us = 0;
-  double reduce_gbps = 0;  // optional; 0 = not known
+  double reduce_GBps = 0;  // optional; 0 = not known
   std::string source;      // where the figures come from
 };
 
@@ -36,7 +38,10 @@ struct DeviceSpec {
   std::string name;
   double peak_tflops = 0;  // dense bf16 peak per rank
   double memory_gib = 0;   // memory per rank
-  double memory_bandwidth_gbps = 0;
+  double memory_bandwidth_GBps = 0;
+  // Optional: GB/s of memory traffic (bytes read + written) the block-quantization kernels sustain
+  // (calibrated from bench quant); 0 = memory_bandwidth_GBps x the cost model's kernel efficiency.
+  double quant_GBps = 0;
   std::string source;
 };
 
@@ -75,6 +80,10 @@ class Topology {
   // The tier whose domain is one host (node); -1 if the topology says none (e.g. `flat`).
   int host_tier() const { return host_tier_; }
   const DeviceSpec& device() const { return device_; }
+  // Measured busbw curves (topology/collective_curve.hpp), in file order; empty when none are given.
+  const std::vector<CollectiveCurve>& curves() const { return curves_; }
+  // The curve measured on exactly the tier set `tiers` for collective `op` by `library`; nullptr if none.
+  const CollectiveCurve* find_curve(TierSet tiers, std::string_view op, std::string_view library) const;
 
   int world_size() const;
   std::vector<int> coords(int rank) const;
@@ -104,6 +113,7 @@ class Topology {
   int host_tier_ = -1;
   bool auto_outer_ = false;
   DeviceSpec device_;
+  std::vector<CollectiveCurve> curves_;
 };
 
 }  // namespace tz

@@ -52,11 +52,61 @@ TEST(Faults, SkippedCollectiveTimesOutWithReport) {
   // Rank 2 receives from rank 1 in the ring: it names it.
   expect_contains(errors[2], "not arrived: world rank(s) {1}");
   expect_contains(errors[2], "world rank 2)");
+  // Rank 0 waits for rank 2 (stuck), but both carry the same agreed culprit: rank 1, alive, not in it.
+  const std::string agreed =
+      "agreed by the live ranks: culprit world rank(s) {1}: world rank(s) {1} alive but not in the "
+      "collective "
+      "the others wait in; all_gather seq 2 on group 'world' {0,1,2} waits for {1}";
+  for (int r : {0, 2}) expect_contains(errors[r], agreed);
+  EXPECT_EQ(errors[0].substr(errors[0].find("agreed")), errors[2].substr(errors[2].find("agreed")));
 }
 
-TEST(Faults, DebugSizeCheckNamesRanksAndValues) {
+TEST(Faults, CheckCollectivesCatchesADifferentOp) {
   CommOptions opts;
-  opts.debug_check_sizes = true;
+  opts.check_collectives = true;
+  opts.timeout_s = 10;
+  std::vector<std::string> errors(3);
+  run_thread_world(
+      3,
+      [&](Communicator& comm) {
+        std::vector<float> x(6, 1.f);
+        errors[comm.rank()] = comm_error_of([&] {
+          if (comm.rank() == 1)
+            comm.broadcast(x.data(), 2, DType::f32, 0).wait();
+          else
+            comm.all_reduce(x.data(), x.data(), 2, DType::f32).wait();
+        });
+      },
+      opts);
+  for (const std::string& e : errors)
+    expect_contains(e, "world rank 1 differs from world rank 0: broadcast count=2 dtype=f32 root=0 seq=1");
+}
+
+TEST(Faults, CrossedCollectivesAreReportedAsADesync) {
+  CommOptions opts;
+  opts.timeout_s = 0.3;
+  std::vector<std::string> errors(2);
+  run_thread_world(
+      2,
+      [&](Communicator& comm) {
+        auto pair = comm.split(0, comm.rank(), "pair");  // the same two ranks, another group
+        float x = 1;
+        errors[comm.rank()] = comm_error_of([&] {
+          // Rank 0 waits on the world while rank 1 waits on 'pair': each for the other.
+          Communicator& mine = comm.rank() == 0 ? comm : *pair;
+          mine.all_reduce(&x, &x, 1, DType::f32).wait();
+        });
+      },
+      opts);
+  for (const std::string& e : errors)
+    expect_contains(e,
+                    "culprit world rank(s) {0,1}: desync: world rank(s) {0,1} each wait in a collective "
+                    "another has not issued");
+}
+
+TEST(Faults, CheckCollectivesNamesTheFirstDifferingRankAndBothValues) {
+  CommOptions opts;
+  opts.check_collectives = true;
   opts.timeout_s = 10;
   std::vector<std::string> errors(4);
   run_thread_world(
@@ -68,16 +118,22 @@ TEST(Faults, DebugSizeCheckNamesRanksAndValues) {
             comm_error_of([&] { comm.all_reduce(x.data(), x.data(), count, DType::f32).wait(); });
       },
       opts);
+  // One report, the same on every rank: the first rank that differs from rank 0, both values.
   for (const std::string& e : errors) {
-    expect_contains(e, "size check failed");
+    expect_contains(e,
+                    "collective check failed: world rank 2 differs from world rank 0: all_reduce count=6 "
+                    "dtype=f32 seq=1 group=");
+    expect_contains(e, " vs all_reduce count=5 dtype=f32 seq=1 group=");
     expect_contains(e, "world rank(s) {0,1,3}: all_reduce count=5 dtype=f32");
     expect_contains(e, "world rank(s) {2}: all_reduce count=6 dtype=f32");
+    EXPECT_EQ(e.substr(e.find("collective check failed")),
+              errors[0].substr(errors[0].find("collective check failed")));
   }
 }
 
-TEST(Faults, DebugSizeCheckPassesWhenRanksAgree) {
+TEST(Faults, CheckCollectivesPassesWhenRanksAgree) {
   CommOptions opts;
-  opts.debug_check_sizes = true;
+  opts.check_collectives = true;
   run_thread_world(
       3,
       [&](Communicator& comm) {

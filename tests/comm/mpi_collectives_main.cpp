@@ -2,12 +2,21 @@
 // (tests.cmake, k = 1, 2, 3, 4, 6, 8). Modes:
 //   (none)        closed-form checks of every collective on the world, a split, and the mesh of a
 //                 topology that fits k (frontier-mini at 8, 2 x k/2 for other even k), over every
-//                 tier subset, with tiny chunks so the pipelined paths run (all-gathers over shared
-//                 memory with tiny staging buffers, and again over the ring); bytes per tier checked
-//                 against the formulas. Exit 0 when every rank passed.
+//                 tier subset, with tiny chunks and staging buffers so the pipelined and
+//                 multi-round paths run; bytes per tier checked against the formulas. Exit 0 when
+//                 every rank passed.
 //   --skip-rank R rank R skips the second collective; the others must fail within the 1 s timeout
 //                 with the report, then abort the job (CTest matches the report in the output).
-//   --size-check  rank 1 passes a different count under debug_check_sizes; the report names it.
+//   --size-check  rank 1 passes a different count under check_collectives; the report names it.
+//   --stall-in-setup R  rank R sleeps past the 1 s timeout before its first collective, while the
+//                 others set up the shared-memory arena in theirs: they fail and abort the job;
+//                 check_no_shm_left.sh then checks that no segment was left in /dev/shm.
+//   --throw-in-setup R / --abort-in-setup R  rank R throws (the job is aborted with MPI_Abort) or
+//                 calls std::abort() 300 ms into the others' shared-memory set-up, before it maps
+//                 the segment; mpirun then kills the ranks waiting in set-up with the name still
+//                 linked, and check_no_shm_left.sh checks that their termination unlinked it.
+// The closed-form checks run three times: on the shared-memory collectives, on the transport's
+// algorithms (ring, pairwise, tree), and on the shared-memory ones under injected delays.
 #include <fmt/format.h>
 
 #include <nlohmann/json.hpp>
@@ -19,7 +28,7 @@
 #include <vector>
 
 #include "comm/mesh.hpp"
-#include "comm/mpi/mpi_world.hpp"
+#include "comm/transport/mpi_world.hpp"
 #include "core/bf16.hpp"
 #include "core/error.hpp"
 
@@ -111,7 +120,9 @@ void check_mesh(const Topology& topo, std::unique_ptr<Communicator> world) {
       if (!(tiers & tier_bit(t))) continue;
       span *= topo.tier(t).fanout;
       const double expected = algorithmic_bytes(CollectiveKind::all_gather, span, topo.tier(t).fanout);
-      const double got = traffic.count(topo.tier(t).name) ? traffic.at(topo.tier(t).name).bytes : -1;
+      // A tier of fan-out 1 moves nothing and runs no step, so it may have no ledger entry at all.
+      const double absent = topo.tier(t).fanout == 1 ? 0 : -1;
+      const double got = traffic.count(topo.tier(t).name) ? traffic.at(topo.tier(t).name).bytes : absent;
       EXPECT(got == expected, "mesh all_gather tiers {} tier {} bytes {} vs {}", tiers, topo.tier(t).name,
              got, expected);
     }
@@ -133,8 +144,8 @@ Topology topology_for(int p) {
   if (p == 8) return Topology::load("frontier-mini");
   if (p % 2 == 0)
     return Topology::from_json(nlohmann::json::parse(R"({"name": "two-tier", "tiers": [
-      {"name": "inner", "fanout": 2, "bandwidth_gbps": 100, "latency_us": 1},
-      {"name": "outer", "fanout": "auto", "bandwidth_gbps": 10, "latency_us": 5}]})"),
+      {"name": "inner", "fanout": 2, "bandwidth_GBps": 100, "latency_us": 1},
+      {"name": "outer", "fanout": "auto", "bandwidth_GBps": 10, "latency_us": 5}]})"),
                                "test")
         .resolve(p);
   return Topology::load("flat").resolve(p);
@@ -158,19 +169,47 @@ int run(int argc, char** argv) {
     world->all_gather(in.data(), out.data(), 4, DType::f32).wait();
     return 1;  // not reached: the wait above throws
   }
+  if (mode == "--stall-in-setup") {
+    const int stall = std::stoi(argv[2]);
+    opts.timeout_s = 1;
+    auto world = make_mpi_world(opts);
+    if (world->rank() == stall) {
+      std::this_thread::sleep_for(std::chrono::seconds(20));  // the others abort the job before this ends
+      return 1;
+    }
+    std::vector<float> x(1000, 1.f);
+    world->broadcast(x.data(), x.size(), DType::f32, 0).wait();  // the first shared-memory collective
+    return 1;                                                    // not reached: the set-up times out
+  }
+  if (mode == "--throw-in-setup" || mode == "--abort-in-setup") {
+    const int failing = std::stoi(argv[2]);
+    auto world = make_mpi_world(opts);
+    if (world->rank() == failing) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the others are in set-up
+      if (mode == "--abort-in-setup") std::abort();
+      throw InputError(fmt::format("rank {} fails during the shared-memory set-up", failing));
+    }
+    std::vector<float> x(1000, 1.f);
+    world->broadcast(x.data(), x.size(), DType::f32, 0).wait();  // the first shared-memory collective
+    return 1;                                                    // not reached: the job is killed
+  }
   if (mode == "--size-check") {
-    opts.debug_check_sizes = true;
+    opts.check_collectives = true;
     auto world = make_mpi_world(opts);
     std::vector<float> x(8, 1.f);
     world->all_reduce(x.data(), x.data(), world->rank() == 1 ? 6 : 5, DType::f32).wait();
     return 1;  // not reached
   }
-  opts.shared_slot_bytes = 256;  // the shared-memory all-gather takes several rounds at count 1000
+  opts.shared_slot_bytes = 256;  // the shared-memory collectives take several rounds at count 1000
   auto world = make_mpi_world(opts);
   check_world(*world);
-  CommOptions ring = opts;
-  ring.shared_memory_all_gather = false;
-  check_world(*make_mpi_world(ring));
+  CommOptions transport = opts;
+  transport.shared_memory_all_gather = transport.shared_memory_all_to_all =
+      transport.shared_memory_broadcast = transport.shared_memory_reduce_scatter = false;
+  check_world(*make_mpi_world(transport));
+  CommOptions delayed = opts;
+  delayed.delay_injection = {.seed = 9, .max_us = 300};
+  check_world(*make_mpi_world(delayed));
   const int p = world->size();
   check_mesh(topology_for(p), make_mpi_world(opts));
   float failures = float(g_failures);

@@ -10,35 +10,14 @@
 
 #include "comm/algorithms.hpp"
 #include "comm/shared_arena.hpp"
-#include "comm/thread_transport.hpp"
+#include "comm/transport/thread_transport.hpp"
 #include "core/error.hpp"
+#include "support/shared_arena_harness.hpp"
 
 namespace tz {
 namespace {
 
-// Runs fn(rank, collective, arena) on n threads over one thread world; the arena is opened first.
-template <typename Fn>
-void on_arena(int n, std::size_t slot_bytes, double timeout_s, Fn fn) {
-  ThreadWorldHandle world = make_thread_world(n);
-  std::vector<std::thread> threads;
-  std::vector<std::string> errors(n);
-  for (int r = 0; r < n; ++r)
-    threads.emplace_back([&, r] {
-      try {
-        Workspace ws;
-        const std::string group = "world";
-        Collective c(*world.transports[r], ws, "all_gather", group, 1, timeout_s, 1 << 20);
-        auto arena = SharedArena::open(c, slot_bytes);
-        ASSERT_NE(arena, nullptr) << "rank " << r;
-        fn(r, c, *arena);
-      } catch (const std::exception& e) {
-        errors[r] = e.what();
-        world.abort(e.what());
-      }
-    });
-  for (auto& t : threads) t.join();
-  for (int r = 0; r < n; ++r) EXPECT_EQ(errors[r], "") << "rank " << r;
-}
+using test::on_arena;
 
 std::byte pattern(int block, std::size_t i, int rep) {
   return std::byte(static_cast<unsigned char>(block * 31 + i * 7 + rep * 13));

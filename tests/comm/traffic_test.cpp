@@ -1,4 +1,4 @@
-// Traffic ledger: the algorithmic byte formulas, recording per tier, and the reports.
+// Traffic ledger: the algorithmic byte formulas, recording per tier and per kind, and the reports.
 #include "comm/traffic.hpp"
 
 #include <gtest/gtest.h>
@@ -33,27 +33,44 @@ TEST(Traffic, EveryCollectiveRecordsItsBytes) {
     EXPECT_EQ(t.ops, 6u);
     EXPECT_DOUBLE_EQ(t.bytes, 120 + 120 + 240 + 120 + 160);
     EXPECT_GT(t.seconds, 0);
+    const auto kinds = comm.ledger().snapshot_by_kind();
+    ASSERT_EQ(kinds.size(), 6u);
+    EXPECT_DOUBLE_EQ(kinds.at("all_gather").bytes, 120);
+    EXPECT_DOUBLE_EQ(kinds.at("all_reduce").bytes, 240);
+    EXPECT_DOUBLE_EQ(kinds.at("broadcast").bytes, 160);
+    for (const auto& [kind, k] : kinds) {
+      EXPECT_EQ(k.ops, 1u) << kind;
+      EXPECT_GT(k.seconds, 0) << kind;
+    }
   });
 }
 
 TEST(Traffic, SinceAndReports) {
   TrafficLedger ledger;
-  ledger.record("node", 100, 0.5);
+  ledger.record("node", CollectiveKind::all_gather, 100, 0.5);
   const auto before = ledger.snapshot();
-  ledger.record("node", 50, 0.25);
-  ledger.record("gcd", 10, 0);
+  ledger.record("node", CollectiveKind::reduce_scatter, 50, 0.25);
+  ledger.record("gcd", CollectiveKind::all_gather, 10, 0);
   const auto delta = ledger.since(before);
   EXPECT_DOUBLE_EQ(delta.at("node").bytes, 50);
   EXPECT_EQ(delta.at("node").ops, 1u);
   EXPECT_DOUBLE_EQ(delta.at("gcd").bytes, 10);
+  const auto kinds = ledger.snapshot_by_kind();
+  EXPECT_DOUBLE_EQ(kinds.at("all_gather").bytes, 110);
+  EXPECT_EQ(kinds.at("all_gather").ops, 2u);
+  EXPECT_DOUBLE_EQ(kinds.at("reduce_scatter").seconds, 0.25);
+  const auto kinds_delta = ledger.since_by_kind({{"all_gather", TierTraffic{100, 1, 0.5}}});
+  EXPECT_DOUBLE_EQ(kinds_delta.at("all_gather").bytes, 10);
+  EXPECT_DOUBLE_EQ(kinds_delta.at("all_gather").seconds, 0);
   const nlohmann::json j = TrafficLedger::to_json(delta);
   EXPECT_DOUBLE_EQ(j["node"]["bytes"].get<double>(), 50);
-  EXPECT_DOUBLE_EQ(j["node"]["gbps"].get<double>(), 50 / 0.25 / 1e9);
+  EXPECT_DOUBLE_EQ(j["node"]["GBps"].get<double>(), 50 / 0.25 / 1e9);
   const std::string table = TrafficLedger::format(delta);
   EXPECT_NE(table.find("node"), std::string::npos);
   EXPECT_NE(table.find("gcd"), std::string::npos);
   ledger.reset();
   EXPECT_TRUE(ledger.snapshot().empty());
+  EXPECT_TRUE(ledger.snapshot_by_kind().empty());
 }
 
 }  // namespace

@@ -1,5 +1,7 @@
 // Agreement and faults: ranks with different configurations stop with a message naming the rank; a
-// NaN on one rank makes every rank skip the step together, and too many make all stop together.
+// non-finite value on one rank (in its loss, its gradient, a quantized block or its optimizer
+// update) makes every rank skip the step together, with the same vote reported on every rank, and
+// too many make all stop together.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -7,9 +9,9 @@
 
 #include "comm/thread_world.hpp"
 #include "core/error.hpp"
-#include "engine/config_agreement.hpp"
 #include "engine_test_util.hpp"
 #include "plan/partition_plan.hpp"
+#include "train/config_agreement.hpp"
 
 namespace tz {
 namespace {
@@ -38,11 +40,13 @@ TEST(EngineFaults, NanOnOneRankSkipsTheStepOnAllRanks) {
   const Topology topo = test::topology_for_world(4);
   const GptConfig config = test::tiny_gpt();
   const auto tokens = test::synthetic_tokens(4000, config.vocab_size);
-  for (const char* name : {"three-level", "ddp", "zeropp"}) {
+  for (const char* name : {"three-level", "ddp", "zeropp", "zero1", "mics"}) {
     EngineOptions opts = test::engine_options({});
     opts.inject_nan_step = 1;
     opts.inject_nan_rank = 3;
     std::atomic<int> skipped_on{0};
+    std::mutex mu;
+    std::vector<NonfiniteVote> votes;
     run_thread_mesh(topo, [&](Mesh& mesh) {
       ShardedEngine engine(mesh, config, plan_for(name, topo), opts);
       DataLoader loader(tokens, 2, opts.seq, mesh.world().rank(), 4, 1);
@@ -54,13 +58,167 @@ TEST(EngineFaults, NanOnOneRankSkipsTheStepOnAllRanks) {
         if (st.skipped) {
           ++skipped_on;
           EXPECT_EQ(engine.gather_master_params(), before) << "a skipped step must not change the weights";
+          EXPECT_GE(st.nonfinite.grad_ranks, 1u) << name;
+          EXPECT_EQ(st.nonfinite.loss_ranks, 0u) << name << ": the loss was computed before the NaN";
+          EXPECT_EQ(st.nonfinite.optim_values, 0u) << name << ": no update is checked on a NaN norm";
+          std::lock_guard lock(mu);
+          votes.push_back(st.nonfinite);
         } else {
           EXPECT_TRUE(std::isfinite(st.loss) && std::isfinite(st.grad_norm));
+          EXPECT_FALSE(st.nonfinite.any());
         }
       }
       EXPECT_EQ(engine.skipped_steps(), 1);
     });
     EXPECT_EQ(skipped_on.load(), 4) << name << ": every rank skips together";
+    for (const auto& v : votes) EXPECT_EQ(v, votes.front()) << name << ": one vote on every rank";
+  }
+}
+
+// A non-finite loss on one rank with finite gradients everywhere (so the global norm is finite): the
+// non-finite flag still makes every rank skip, with the pipelined boundary's reductions already done.
+TEST(EngineFaults, NanLossOnOneRankWithFiniteGradientsSkipsOnEveryRank) {
+  const Topology topo = test::topology_for_world(8);
+  const GptConfig config = test::tiny_gpt();
+  const auto tokens = test::synthetic_tokens(4000, config.vocab_size);
+  for (const char* name : {"three-level", "zero3", "zeropp", "mics", "ddp", "zero1"}) {
+    EngineOptions opts = test::engine_options({});
+    opts.inject_nan_loss_step = 1;
+    opts.inject_nan_loss_rank = 5;
+    std::atomic<int> skipped_on{0};
+    run_thread_mesh(topo, [&](Mesh& mesh) {
+      ShardedEngine engine(mesh, config, plan_for(name, topo), opts);
+      DataLoader loader(tokens, 2, opts.seq, mesh.world().rank(), 8, 1);
+      std::vector<float> before;
+      for (int s = 0; s < 3; ++s) {
+        if (s == 1) before = engine.gather_master_params();
+        EngineStep st = engine.step([&](std::int32_t* in, std::int32_t* tg) { loader.next(in, tg); });
+        EXPECT_EQ(st.skipped, s == 1) << name << " rank " << mesh.world().rank() << " step " << s;
+        EXPECT_TRUE(std::isfinite(st.grad_norm)) << name << ": the gradients stay finite";
+        if (st.skipped) {
+          ++skipped_on;
+          EXPECT_FALSE(std::isfinite(st.loss)) << name << ": the mean loss carries the NaN";
+          EXPECT_EQ(st.nonfinite, (NonfiniteVote{.loss_ranks = 1}))
+              << name << " rank " << mesh.world().rank();
+          EXPECT_EQ(engine.gather_master_params(), before) << "a skipped step must not change the weights";
+        }
+      }
+      EXPECT_EQ(engine.skipped_steps(), 1);
+    });
+    EXPECT_EQ(skipped_on.load(), 8) << name << ": every rank skips together";
+  }
+}
+
+// A NaN in one rank's gradient of a range qgZ quantizes: the rank counts the block it quantized, and
+// the count is part of the vote every rank reports (the gradient norm turns non-finite as well).
+TEST(EngineFaults, NonFiniteQuantizedBlockIsVotedOnEveryRank) {
+  const Topology topo = test::topology_for_world(3);
+  const GptConfig config = test::tiny_gpt();
+  const auto tokens = test::synthetic_tokens(4000, config.vocab_size);
+  const PartitionPlan plan = plan_for("zeropp", topo);
+  ASSERT_TRUE(plan.options().qgz);
+  EngineOptions opts = test::engine_options({});
+  opts.inject_nan_step = 1;
+  opts.inject_nan_rank = 1;
+  opts.inject_grad_range = 1;  // the first block: large enough for qgZ to quantize at 3 ranks
+  std::atomic<int> skipped_on{0};
+  std::mutex mu;
+  std::vector<NonfiniteVote> votes;
+  run_thread_mesh(topo, [&](Mesh& mesh) {
+    ShardedEngine engine(mesh, config, plan, opts);
+    DataLoader loader(tokens, 2, opts.seq, mesh.world().rank(), 3, 1);
+    for (int s = 0; s < 3; ++s) {
+      EngineStep st = engine.step([&](std::int32_t* in, std::int32_t* tg) { loader.next(in, tg); });
+      EXPECT_EQ(st.skipped, s == 1) << "rank " << mesh.world().rank() << " step " << s;
+      EXPECT_EQ(st.nonfinite_quant_blocks > 0, s == 1 && mesh.world().rank() == 1)
+          << "rank " << mesh.world().rank() << " step " << s << ": only the poisoned rank quantized it";
+      if (st.skipped) {
+        ++skipped_on;
+        EXPECT_GE(st.nonfinite.quant_blocks, 1u);
+        EXPECT_EQ(st.nonfinite.loss_ranks, 0u);
+        std::lock_guard lock(mu);
+        votes.push_back(st.nonfinite);
+      }
+    }
+  });
+  EXPECT_EQ(skipped_on.load(), 3);
+  for (const auto& v : votes) EXPECT_EQ(v, votes.front()) << "one vote on every rank";
+}
+
+// A finite gradient so large that AdamW's second moment overflows (clipping off): the gradients and
+// the norm are finite, the optimizer check finds the update non-finite before it is written, every
+// rank skips with the weights unchanged, and the next step trains normally.
+TEST(EngineFaults, OptimizerOverflowOnOneRankSkipsOnEveryRank) {
+  const Topology topo = test::topology_for_world(3);
+  const GptConfig config = test::tiny_gpt();
+  const auto tokens = test::synthetic_tokens(4000, config.vocab_size);
+  for (const char* name : {"zero3", "three-level", "ddp", "mics"}) {
+    EngineOptions opts = test::engine_options({});
+    opts.grad_clip = 0;
+    opts.inject_nan_step = 1;
+    opts.inject_nan_rank = 2;
+    opts.inject_grad_value = 1e30f;  // squared: 1e60, beyond fp32
+    std::atomic<int> skipped_on{0};
+    run_thread_mesh(topo, [&](Mesh& mesh) {
+      ShardedEngine engine(mesh, config, plan_for(name, topo), opts);
+      DataLoader loader(tokens, 2, opts.seq, mesh.world().rank(), 3, 1);
+      std::vector<float> before;
+      for (int s = 0; s < 3; ++s) {
+        if (s == 1) before = engine.gather_master_params();
+        EngineStep st = engine.step([&](std::int32_t* in, std::int32_t* tg) { loader.next(in, tg); });
+        EXPECT_EQ(st.skipped, s == 1) << name << " rank " << mesh.world().rank() << " step " << s;
+        EXPECT_TRUE(std::isfinite(st.grad_norm) && std::isfinite(st.loss)) << name << " step " << s;
+        if (st.skipped) {
+          ++skipped_on;
+          EXPECT_GE(st.nonfinite.optim_values, 1u) << name;
+          EXPECT_EQ(st.nonfinite.loss_ranks + st.nonfinite.grad_ranks + st.nonfinite.quant_blocks, 0u)
+              << name;
+          EXPECT_EQ(engine.gather_master_params(), before) << name << ": nothing was written";
+        }
+      }
+      EXPECT_EQ(engine.skipped_steps(), 1);
+      for (float w : engine.gather_master_params()) EXPECT_TRUE(std::isfinite(w));
+    });
+    EXPECT_EQ(skipped_on.load(), 3) << name << ": every rank skips together";
+  }
+}
+
+// A NaN in one rank's optimizer state stays there: every step from then on is voted non-finite on
+// every rank, none writes anything, and after max_nonfinite_steps every rank stops with the same
+// TrainingError naming the place.
+TEST(EngineFaults, NonFiniteOptimizerStateSkipsThenStopsEveryRank) {
+  const Topology topo = test::topology_for_world(3);
+  const GptConfig config = test::tiny_gpt();
+  const auto tokens = test::synthetic_tokens(4000, config.vocab_size);
+  for (const char* name : {"three-level", "zero1"}) {
+    EngineOptions opts = test::engine_options({});
+    opts.inject_nan_optim_step = 1;
+    opts.inject_nan_optim_rank = 0;
+    opts.max_nonfinite_steps = 2;
+    std::atomic<int> stopped{0};
+    run_thread_mesh(topo, [&](Mesh& mesh) {
+      ShardedEngine engine(mesh, config, plan_for(name, topo), opts);
+      DataLoader loader(tokens, 2, opts.seq, mesh.world().rank(), 3, 1);
+      std::vector<float> before;
+      int s = 0;
+      try {
+        for (; s < 6; ++s) {
+          if (s == 1) before = engine.gather_master_params();
+          EngineStep st = engine.step([&](std::int32_t* in, std::int32_t* tg) { loader.next(in, tg); });
+          EXPECT_EQ(st.skipped, s >= 1) << name << " step " << s;
+          if (s >= 1) {
+            EXPECT_EQ(st.nonfinite.optim_values, 1u) << name << ": the one poisoned element";
+          }
+        }
+      } catch (const TrainingError& e) {
+        EXPECT_EQ(s, 3) << name << ": steps 1 and 2 skipped, the third non-finite one stops";
+        EXPECT_NE(std::string(e.what()).find("1 optimizer value(s)"), std::string::npos) << e.what();
+        ++stopped;
+      }
+      EXPECT_EQ(engine.skipped_steps(), 3);
+      EXPECT_EQ(engine.gather_master_params(), before) << name << ": no skipped step wrote a weight";
+    });
+    EXPECT_EQ(stopped.load(), 3) << name << ": every rank stops together";
   }
 }
 

@@ -1,4 +1,4 @@
-// Every unquantized plan trains the same model as one process (DESIGN section 5): per-step losses to
+// Every unquantized plan trains the same model as one process: per-step losses to
 // 1e-5 relative and final parameters to 1e-5 normalized error in fp32 mode, at world sizes
 // 1, 2, 3, 4, 6, 8, with a vocabulary and widths that do not divide the world.
 #include <gtest/gtest.h>

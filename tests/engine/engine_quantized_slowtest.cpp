@@ -1,4 +1,4 @@
-// Quantized plans converge (DESIGN section 5): ZeRO++ with qwZ (INT8 weights) and qgZ (INT4
+// Quantized plans converge: ZeRO++ with qwZ (INT8 weights) and qgZ (INT4
 // gradients), and the three-level plan with both, train the default corpus for 200 steps on the
 // 8-rank frontier-mini topology to a final loss within 5% of the unquantized run.
 #include <gtest/gtest.h>

@@ -12,8 +12,9 @@
 
 #include "data/data_loader.hpp"
 #include "engine/sharded_engine.hpp"
-#include "model/trainer_single.hpp"
 #include "topology/topology.hpp"
+#include "train/train_run.hpp"
+#include "train/trainer_single.hpp"
 
 namespace tz::test {
 
@@ -21,9 +22,9 @@ namespace tz::test {
 inline Topology three_tier(int f0, int f1, int f2) {
   nlohmann::json doc = {{"name", fmt::format("t{}x{}x{}", f0, f1, f2)},
                         {"tiers",
-                         {{{"name", "gcd"}, {"fanout", f0}, {"bandwidth_gbps", 200}, {"latency_us", 2}},
-                          {{"name", "node"}, {"fanout", f1}, {"bandwidth_gbps", 50}, {"latency_us", 3}},
-                          {{"name", "system"}, {"fanout", f2}, {"bandwidth_gbps", 12.5}, {"latency_us", 5}}}},
+                         {{{"name", "gcd"}, {"fanout", f0}, {"bandwidth_GBps", 200}, {"latency_us", 2}},
+                          {{"name", "node"}, {"fanout", f1}, {"bandwidth_GBps", 50}, {"latency_us", 3}},
+                          {{"name", "system"}, {"fanout", f2}, {"bandwidth_GBps", 12.5}, {"latency_us", 5}}}},
                         {"host_tier", "node"}};
   return Topology::from_json(doc, "test").resolve(f0 * f1 * f2);
 }
@@ -70,14 +71,31 @@ struct RunSpec {
   std::uint64_t seed = 99;
 };
 
+// The training configuration of a test run: what a user would write for it.
+inline TrainConfig train_config(const RunSpec& s) {
+  TrainConfig c;
+  c.micro_batch = s.micro_batch;
+  c.grad_accum = s.grad_accum;
+  c.seq_len = s.seq;
+  c.train_steps = s.steps;
+  c.grad_clip = s.grad_clip;
+  c.seed = s.seed;
+  c.adamw = {.lr = 3e-3, .beta1 = 0.9, .beta2 = 0.95, .eps = 1e-8, .weight_decay = 0.1};
+  c.schedule = ScheduleConfig{};
+  c.schedule.warmup_steps = 2;
+  c.schedule.total_steps = s.steps;
+  c.schedule.min_lr_ratio = 0.1;
+  return c;
+}
+
+// The run that configuration makes (make_train_run, as `tierzero train` does) for a `world`-rank
+// world of the tiny model; its plan is the configuration's default, tests pick their own plans.
+inline TrainRun train_run(const RunSpec& s, int world = 1) {
+  return make_train_run(train_config(s), tiny_gpt(), Topology::load("flat").resolve(world), world);
+}
+
 inline EngineOptions engine_options(const RunSpec& s) {
-  EngineOptions o;
-  o.seq = s.seq;
-  o.adamw = {.lr = 3e-3f, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f, .weight_decay = 0.1f};
-  o.schedule = {.max_lr = 3e-3f, .min_lr = 3e-4f, .warmup_steps = 2, .decay_steps = s.steps};
-  o.grad_clip = s.grad_clip;
-  o.seed = s.seed;
-  return o;
+  return train_run(s).engine;
 }
 
 // The single-process reference of a `world`-rank run: batch world x B from union_of_ranks.
@@ -87,16 +105,7 @@ struct ReferenceRun {
 };
 inline ReferenceRun reference_run(const GptConfig& config, const std::vector<std::int32_t>& tokens, int world,
                                   const RunSpec& s) {
-  const EngineOptions e = engine_options(s);
-  TrainOptions o;
-  o.batch = world * s.micro_batch;
-  o.seq = s.seq;
-  o.grad_accum = s.grad_accum;
-  o.adamw = e.adamw;
-  o.schedule = e.schedule;
-  o.grad_clip = e.grad_clip;
-  o.seed = s.seed;
-  SingleTrainer trainer(config, o);
+  SingleTrainer trainer(config, reference_options(train_run(s, world)));
   DataLoader loader = DataLoader::union_of_ranks(tokens, s.micro_batch, s.seq, world, s.seed);
   ReferenceRun out;
   for (int i = 0; i < s.steps; ++i)

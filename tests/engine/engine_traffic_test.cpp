@@ -1,6 +1,7 @@
-// The bytes per tier a real run records equal the plan's StepSchedule exactly (DESIGN section 5), for
-// every preset, quantized ones included; the state memory the engine allocates equals the memory
-// plan's prediction.
+// The bytes per tier a real run records equal the plan's StepSchedule exactly, for every preset,
+// quantized ones included, and so do the bytes each step reports (per tier; by collective kind, what
+// completed during the step, which over the run is all but the last refresh); the state memory the
+// engine allocates equals the memory plan's prediction.
 #include <gtest/gtest.h>
 
 #include <mutex>
@@ -37,19 +38,48 @@ void expect_ledger_equals_schedule(CollectiveAlgo collectives) {
           ShardedEngine engine(mesh, config, plan, opts);
           DataLoader loader(tokens, 2, opts.seq, mesh.world().rank(), world, 5);
           const auto expected = engine.schedule().bytes_per_tier();
+          const auto kinds0 = mesh.ledger().snapshot_by_kind();
+          TrafficByKey steps_by_kind;  // summed over the steps' reports
           for (int s = 0; s < 2; ++s) {
+            const auto before = mesh.ledger().snapshot();
             EngineStep st = engine.step([&](std::int32_t* in, std::int32_t* tg) { loader.next(in, tg); });
+            engine.settle();  // the step's weight refresh is still in flight when step() returns
+            const auto recorded = mesh.ledger().since(before);
+            const std::string what =
+                fmt::format("{} {} {} on {} ranks, rank {}, step {}", name, dtype_mode_name(mode),
+                            collective_algo_name(collectives), world, mesh.world().rank(), s);
             for (const auto& [tier, bytes] : expected) {
-              const double got = st.traffic.count(tier) ? st.traffic.at(tier).bytes : 0.0;
-              // Equal up to the rounding of the ledger's double accumulation (a missing 8-byte scalar is
-              // 1e-4).
-              EXPECT_NEAR(got, bytes, 1e-9 * bytes)
-                  << name << " " << dtype_mode_name(mode) << " " << collective_algo_name(collectives)
-                  << " on " << world << " ranks, rank " << mesh.world().rank() << ", step " << s << ", tier "
-                  << tier;
+              // What the communicators recorded, and what the step reports: equal up to the rounding
+              // of the ledger's double accumulation (a missing 8-byte scalar is 1e-4).
+              const double got = recorded.count(tier) ? recorded.at(tier).bytes : 0.0;
+              EXPECT_NEAR(got, bytes, 1e-9 * bytes) << what << ", ledger, tier " << tier;
+              const double reported = st.traffic.count(tier) ? st.traffic.at(tier).bytes : 0.0;
+              EXPECT_NEAR(reported, bytes, 1e-9 * bytes) << what << ", EngineStep::traffic, tier " << tier;
             }
+            for (const auto& [tier, t] : recorded)
+              EXPECT_TRUE(expected.count(tier) || t.bytes == 0) << "unexpected traffic on " << tier;
             for (const auto& [tier, t] : st.traffic)
               EXPECT_TRUE(expected.count(tier) || t.bytes == 0) << "unexpected traffic on " << tier;
+            for (const auto& [kind, k] : st.by_kind) {
+              EXPECT_TRUE(k.ops == 0 || k.seconds > 0) << what << ", kind " << kind;
+              steps_by_kind[kind].bytes += k.bytes;
+              steps_by_kind[kind].ops += k.ops;
+            }
+            double tier_seconds = 0, kind_seconds = 0;
+            for (const auto& [tier, t] : st.traffic) tier_seconds += t.seconds;
+            for (const auto& [kind, k] : st.by_kind) kind_seconds += k.seconds;
+            EXPECT_NEAR(kind_seconds, tier_seconds, 1e-9 + 1e-9 * tier_seconds) << what;
+          }
+          // Each step reports by kind what completed since the previous one ended: over the run that
+          // is everything but the last refresh (an all-gather) finishing after step() returned.
+          for (const auto& [kind, total] : mesh.ledger().since_by_kind(kinds0)) {
+            const TierTraffic& reported = steps_by_kind[kind];
+            if (kind == "all_gather") {
+              EXPECT_LE(reported.bytes, total.bytes) << name << " rank " << mesh.world().rank();
+            } else {
+              EXPECT_DOUBLE_EQ(reported.bytes, total.bytes) << name << " " << kind;
+              EXPECT_EQ(reported.ops, total.ops) << name << " " << kind;
+            }
           }
         });
       }

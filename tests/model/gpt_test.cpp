@@ -5,11 +5,12 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
 
 #include "model/gpt_init.hpp"
-#include "model/trainer_single.hpp"
 #include "test_util.hpp"
+#include "train/trainer_single.hpp"
 
 namespace tz {
 namespace {
@@ -81,6 +82,40 @@ TEST(Gpt, RecomputeAndThreadsGiveTheSameGradients) {
     f.grad();
     EXPECT_LT(test::norm_err(f.grads, base.grads), kSameMath) << opt.threads << " " << opt.recompute;
     EXPECT_LT(f.model.activation_floats(), base.model.activation_floats() + (opt.recompute ? 0 : 1));
+  }
+}
+
+// Loss and every gradient bit for bit at 1, 2 and 3 threads (no recomputation): every kernel sums
+// each output in an order that does not depend on how work is split. A shape large enough that the
+// products and attention split over the threads (128 rows, 4 heads x 4 sequences).
+TEST(Gpt, ThreadCountChangesNoBit) {
+  const GptConfig cfg{.n_layer = 2, .n_embd = 64, .n_head = 4, .n_positions = 32, .vocab_size = 53};
+  constexpr int B = 4, T = 32;
+  std::vector<float> first_grads;
+  double first_loss = 0;
+  for (int threads : {1, 2, 3}) {
+    Gpt model(cfg, B, T, GptOptions{.threads = threads});
+    std::vector<float> params(model.layout().total_numel()), grads(params.size(), 0.0f);
+    gpt2_init(params.data(), model.layout(), 7);
+    std::mt19937 gen(13);
+    std::vector<std::int32_t> tokens, targets;
+    for (int i = 0; i < B * T; ++i) {
+      tokens.push_back(gen() % cfg.vocab_size);
+      targets.push_back(gen() % cfg.vocab_size);
+    }
+    ResidentParams src(model.layout(), params.data(), grads.data());
+    const double loss = model.forward(src, tokens.data(), targets.data());
+    model.backward(src);
+    if (threads == 1) {
+      first_loss = loss;
+      first_grads = grads;
+      continue;
+    }
+    EXPECT_EQ(loss, first_loss) << threads << " threads";
+    for (const auto& t : model.layout().tensors())  // name the tensors whose gradient differs
+      EXPECT_TRUE(std::equal(grads.begin() + t.offset, grads.begin() + t.offset + t.numel,
+                             first_grads.begin() + t.offset))
+          << t.name << ", " << threads << " threads";
   }
 }
 

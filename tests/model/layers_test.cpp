@@ -6,7 +6,7 @@
 
 #include <functional>
 
-#include "model/thread_pool.hpp"
+#include "model/kernel_threads.hpp"
 #include "test_util.hpp"
 
 namespace tz {

@@ -1,5 +1,6 @@
 // Config reading, the parameter layout's size table, decay segments, the range schedule (checked
 // against the calls a real forward/backward makes), initialisation and the FLOP formula.
+#include "engine/decay_segments.hpp"
 #include "model/parameter_layout.hpp"
 #include "support/expect_input_error.hpp"
 
@@ -12,6 +13,7 @@
 #include "model/flops.hpp"
 #include "model/gpt.hpp"
 #include "model/gpt_init.hpp"
+#include "model/model_preset.hpp"
 #include "model/range_schedule.hpp"
 
 namespace tz {
@@ -27,6 +29,25 @@ TEST(GptConfig, PresetsMatchConfigFiles) {
   GptConfig neox = GptConfig::load("gpt-neox-20b");
   EXPECT_EQ(neox.n_layer, 44);
   EXPECT_EQ(neox.n_embd, 6144);
+}
+
+// One model format for every command: presets by name or alias, the models/ files and GPT-2 style
+// config.json files all load the same way.
+TEST(ModelPreset, NamesAliasesAndBothFileKindsLoad) {
+  EXPECT_EQ(load_model("gpt2").name, "gpt2-small");
+  EXPECT_EQ(load_model("gpt-neox-20b").config, load_model("gpt-20b").config);
+  for (const std::string& name : model_preset_names()) {
+    const ModelPreset preset = load_model(name);
+    EXPECT_FALSE(preset.source.empty()) << name;
+    const std::string path = std::string(TZ_SOURCE_DIR) + "/models/" + name + ".json";
+    EXPECT_EQ(GptConfig::load(path), preset.config) << path;
+  }
+  EXPECT_EQ(load_model(std::string(TZ_SOURCE_DIR) + "/configs/gpt-tiny.json").config,
+            load_model("gpt-tiny").config);
+  expect_input_error([] { load_model("gpt-9000"); }, {"gpt-9000", "gpt2-small (or gpt2)"});
+  auto doc = nlohmann::json::parse(R"({"n_layer": 2, "n_embd": 48, "n_head": 3, "n_positions": 16,
+                                       "vocab_size": 61, "aliases": "x"})");
+  expect_input_error([&] { model_preset_from_json(doc, "m.json"); }, {"m.json", "aliases"});
 }
 
 TEST(GptConfig, StrictKeysAndOneLineErrors) {
@@ -91,7 +112,7 @@ TEST(ParameterLayout, DecaySegmentsOfAnySliceMatchPerElementFlags) {
   for (std::size_t off : {0ul, 1ul, 41ul, 42ul, 100ul, 300ul})
     for (std::size_t n : {0ul, 1ul, 5ul, 77ul, 400ul}) {
       if (off + n > l.total_numel()) continue;
-      auto segs = l.decay_segments(off, n);
+      auto segs = decay_segments(l, off, n);
       std::size_t covered = 0;
       for (std::size_t k = 0; k < segs.size(); ++k) {
         EXPECT_EQ(segs[k].offset, covered);

@@ -1,4 +1,4 @@
-// tierzero's GPT against PyTorch (fixtures from scripts/torch_reference.py, committed in tests/data):
+// tierzero's GPT against PyTorch (fixtures from scripts/torch_reference.py, committed in tests/fixtures):
 // logits, loss and every parameter gradient for one batch, then the losses of 10 AdamW steps.
 // Errors are normalized (||a - ref|| / ||ref||) per tensor, under the named tolerances below.
 #include <gtest/gtest.h>
@@ -8,8 +8,8 @@
 
 #include "core/json_fields.hpp"
 #include "model/gpt.hpp"
-#include "model/trainer_single.hpp"
 #include "test_util.hpp"
+#include "train/trainer_single.hpp"
 
 namespace tz {
 namespace {

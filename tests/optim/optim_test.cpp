@@ -3,10 +3,13 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
+#include <limits>
 #include <random>
 
+#include "core/parallel_for.hpp"
+#include "engine/decay_segments.hpp"
 #include "model/parameter_layout.hpp"
-#include "model/thread_pool.hpp"
 #include "optim/adamw.hpp"
 #include "optim/grad_clip.hpp"
 #include "optim/lr_schedule.hpp"
@@ -31,8 +34,8 @@ TEST(AdamW, MatchesReferenceAndIsSliceIndependent) {
   AdamWParams hp{.lr = 1e-2f, .weight_decay = 0.1f};
   auto p_fast = randn(n, 1), p_ref = p_fast, p_sliced = p_fast;
   std::vector<float> m1(n, 0), v1(n, 0), m2(n, 0), v2(n, 0), m3(n, 0), v3(n, 0);
-  const auto all = l.decay_segments(0, n);
-  set_kernel_threads(2);
+  const auto all = decay_segments(l, 0, n);
+  set_parallel_threads(2);
   for (int step = 1; step <= 5; ++step) {
     auto g = randn(n, 100 + step);
     adamw_update(p_fast.data(), g.data(), m1.data(), v1.data(), all, n, step, hp, 0.5f);
@@ -41,11 +44,11 @@ TEST(AdamW, MatchesReferenceAndIsSliceIndependent) {
     const std::size_t cuts[] = {0, 517, 518, n};
     for (int s = 0; s < 3; ++s) {
       const std::size_t o = cuts[s], k = cuts[s + 1] - cuts[s];
-      adamw_update(p_sliced.data() + o, g.data() + o, m3.data() + o, v3.data() + o, l.decay_segments(o, k), k,
-                   step, hp, 0.5f);
+      adamw_update(p_sliced.data() + o, g.data() + o, m3.data() + o, v3.data() + o, decay_segments(l, o, k),
+                   k, step, hp, 0.5f);
     }
   }
-  set_kernel_threads(1);
+  set_parallel_threads(1);
   double worst = 0;
   for (std::size_t i = 0; i < n; ++i)
     worst = std::max(worst, std::abs(double(p_fast[i]) - p_ref[i]) / (std::abs(p_ref[i]) + 1e-3));
@@ -57,7 +60,7 @@ TEST(AdamW, DecaysOnlyFlaggedTensors) {
   ParameterLayout l({.n_layer = 1, .n_embd = 4, .n_head = 1, .n_positions = 3, .vocab_size = 5});
   const std::size_t n = l.total_numel();
   std::vector<float> p(n, 1.0f), g(n, 0.0f), m(n, 0), v(n, 0);
-  adamw_update(p.data(), g.data(), m.data(), v.data(), l.decay_segments(0, n), n, 1,
+  adamw_update(p.data(), g.data(), m.data(), v.data(), decay_segments(l, 0, n), n, 1,
                {.lr = 0.5f, .weight_decay = 0.2f});
   for (const auto& t : l.tensors()) EXPECT_FLOAT_EQ(p[t.offset], t.weight_decay ? 0.9f : 1.0f) << t.name;
 }
@@ -70,6 +73,52 @@ TEST(AdamW, FirstStepMovesEachWeightByLr) {
   EXPECT_FLOAT_EQ(p[0], 0.9f);
   EXPECT_FLOAT_EQ(p[1], 2.1f);
   EXPECT_FLOAT_EQ(p[2], 2.9f);
+}
+
+// The count predicts the update: for finite, overflowing and non-finite inputs alike it equals the
+// number of elements the update leaves with a non-finite parameter, m or v, and it writes nothing.
+TEST(AdamW, NonfiniteCountPredictsTheUpdate) {
+  ParameterLayout l({.n_layer = 1, .n_embd = 8, .n_head = 2, .n_positions = 5, .vocab_size = 13});
+  const std::size_t n = l.total_numel();
+  const auto seg = decay_segments(l, 0, n);
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  set_parallel_threads(2);
+  for (int c = 0; c < 5; ++c) {
+    auto p = randn(n, 7 + c), g = randn(n, 17 + c), m = randn(n, 27 + c), v = randn(n, 37 + c);
+    for (auto& x : v) x = std::abs(x);
+    AdamWParams hp{.lr = 1e-2f, .weight_decay = 0.1f};
+    switch (c) {
+      case 0:  // all finite: nothing
+        break;
+      case 1:  // a gradient whose square overflows fp32 (v -> inf), another inf, one NaN
+        g[3] = 1e30f, g[n / 2] = inf, g[n - 1] = nan;
+        break;
+      case 2:  // non-finite state: m, v, a parameter; a negative v (sqrt of a negative)
+        m[1] = nan, v[5] = inf, p[9] = -inf, v[11] = -1.0f;
+        break;
+      case 3:  // a learning rate that overflows every weight
+        hp.lr = 3e38f;
+        break;
+      case 4:  // a weight that overflows with its update
+        p[2] = -3.4e38f, hp.lr = 1e37f, hp.weight_decay = 0;
+        break;
+    }
+    const auto p0 = p, m0 = m, v0 = v;
+    const std::size_t predicted =
+        adamw_nonfinite_count(p.data(), g.data(), m.data(), v.data(), seg, n, 3, hp, 0.5f);
+    const auto same_bits = [](const std::vector<float>& a, const std::vector<float>& b) {
+      return std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;  // NaNs included
+    };
+    EXPECT_TRUE(same_bits(p, p0) && same_bits(m, m0) && same_bits(v, v0))
+        << "case " << c << ": nothing written";
+    adamw_update(p.data(), g.data(), m.data(), v.data(), seg, n, 3, hp, 0.5f);
+    std::size_t bad = 0;
+    for (std::size_t i = 0; i < n; ++i)
+      bad += std::isfinite(p[i]) && std::isfinite(m[i]) && std::isfinite(v[i]) ? 0 : 1;
+    EXPECT_EQ(predicted, bad) << "case " << c;
+    EXPECT_EQ(bad == 0, c == 0) << "case " << c;
+  }
+  set_parallel_threads(1);
 }
 
 TEST(LrSchedule, WarmupCosineFloor) {
@@ -85,9 +134,9 @@ TEST(LrSchedule, WarmupCosineFloor) {
 
 TEST(GradClip, SumOfSquaresAndScale) {
   auto x = randn(200003, 3);
-  set_kernel_threads(2);
+  set_parallel_threads(2);
   const double fast = sum_of_squares(x.data(), x.size());
-  set_kernel_threads(1);
+  set_parallel_threads(1);
   EXPECT_EQ(fast, sum_of_squares(x.data(), x.size())) << "independent of the thread count";
   EXPECT_NEAR(fast, sum_of_squares_ref(x.data(), x.size()), 1e-9 * fast);
   EXPECT_EQ(sum_of_squares(x.data(), 0), 0.0);

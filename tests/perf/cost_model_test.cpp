@@ -74,8 +74,8 @@ TEST(CostModel, BytesPerTierAndMemoryMatchThePlanForEveryPreset) {
   const ModelRanges mr = model_ranges(m.config);
   const Topology flat_with_device =
       Topology::from_json(nlohmann::json::parse(R"({"name": "flat-dev", "tiers": [
-      {"name": "world", "fanout": "auto", "bandwidth_gbps": 12.5, "latency_us": 5}],
-      "device": {"peak_tflops": 100, "memory_gib": 16, "memory_bandwidth_gbps": 1000}})"),
+      {"name": "world", "fanout": "auto", "bandwidth_GBps": 12.5, "latency_us": 5}],
+      "device": {"peak_tflops": 100, "memory_gib": 16, "memory_bandwidth_GBps": 1000}})"),
                           "flat-dev");
   for (const Topology& any :
        {Topology::load("frontier-mini"), flat_with_device, Topology::load("dgx-h100")}) {
@@ -156,8 +156,9 @@ TEST(CostModel, Zero3SystemBytesByHand) {
   for (std::size_t j = reused; j < mr.backward.size(); ++j)
     expected += 0.5 * (padded(mr.numel[mr.backward[j]]) * 2 / 4);
   for (std::size_t r = 0; r < mr.numel.size(); ++r) expected += 0.5 * (padded(mr.numel[r]) * 2 / 4);  // RS
-  // Scalars (grad norm, non-finite flag, loss) are f64 all-reduces tier by tier: 3 x 2(1/2) x 8 bytes.
-  expected += 3 * 8.0;
+  // Scalars (grad norm and loss one f64 each, the non-finite vote four) are all-reduces tier by tier:
+  // 6 x 2(1/2) x 8 bytes.
+  expected += 6 * 8.0;
   EXPECT_DOUBLE_EQ(cost.tiers[2].bytes, expected);
 }
 

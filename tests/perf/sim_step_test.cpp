@@ -51,7 +51,7 @@ TEST(SimStep, SlowReductionsAreChargedAsTheClosedFormSays) {
   const Topology topo = Topology::load("frontier-mini");
   const PartitionPlan plan = preset_with_options("zero3", topo, {});
   const SimStepResult fast = simulate_step_comm(m, topo, plan);
-  const SimStepResult slow = simulate_step_comm(m, topo, plan, {.reduce_gbps = 5});
+  const SimStepResult slow = simulate_step_comm(m, topo, plan, {.reduce_GBps = 5});
   EXPECT_GT(slow.simulated_total_s, fast.simulated_total_s);
   EXPECT_NEAR(slow.simulated_total_s, slow.closed_form_total_s, 1e-9 * slow.closed_form_total_s);
 }

@@ -12,3 +12,19 @@ set_tests_properties(perf_cli_simulate_flat PROPERTIES LABELS perf TIMEOUT 120
 set_tests_properties(perf_cli_bad_collectives PROPERTIES LABELS perf TIMEOUT 30 WILL_FAIL TRUE)
 set_tests_properties(perf_cli_bad_model PROPERTIES WILL_FAIL TRUE)
 set_tests_properties(perf_cli_plan perf_cli_plan_json perf_cli_simulate perf_cli_bad_model PROPERTIES LABELS perf TIMEOUT 120)
+# plan --explain: per collective and tier, adding up to the step; simulate --busbw: the model's flat-ring busbw.
+add_test(NAME perf_cli_explain COMMAND tierzero plan --topology frontier --nodes 48 --model gpt-20b --explain zeropp
+         --collectives flat --runtime deepspeed)
+add_test(NAME perf_cli_explain_json COMMAND tierzero plan --topology frontier-mini --model gpt-tiny --explain three-level
+         --boundary pipelined --format json)
+add_test(NAME perf_cli_explain_unknown COMMAND tierzero plan --topology frontier-mini --model gpt-tiny --explain zero4)
+add_test(NAME perf_cli_busbw COMMAND tierzero simulate --topology frontier --busbw reduce_scatter --nodes 1 2 48
+         --runtime deepspeed --out ${CMAKE_BINARY_DIR}/perf-busbw-test)
+add_test(NAME perf_cli_bad_runtime COMMAND tierzero plan --runtime megatron)
+add_test(NAME perf_cli_prefetch0 COMMAND tierzero plan --topology frontier-mini --model gpt-tiny --prefetch 0 --top 1)
+set_tests_properties(perf_cli_explain PROPERTIES LABELS perf TIMEOUT 60
+                     PASS_REGULAR_EXPRESSION "check: compute \\+ kernels \\+ optimizer \\+ exposed")
+set_tests_properties(perf_cli_explain_json PROPERTIES LABELS perf TIMEOUT 60 PASS_REGULAR_EXPRESSION "\"boundary\": \"pipelined\"")
+set_tests_properties(perf_cli_busbw PROPERTIES LABELS perf TIMEOUT 60 PASS_REGULAR_EXPRESSION "384 +[0-9.]+m")
+set_tests_properties(perf_cli_explain_unknown perf_cli_bad_runtime PROPERTIES LABELS perf TIMEOUT 30 WILL_FAIL TRUE)
+set_tests_properties(perf_cli_prefetch0 PROPERTIES LABELS perf TIMEOUT 60)

@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/error.hpp"
 #include "plan_test_util.hpp"
 
 namespace tz {
@@ -20,9 +21,9 @@ std::vector<RangeSpec> small_ranges() {
 // gcd x2, node x1, system x3: a fan-out of 1 inside a tier set.
 Topology test_topology_2x1x3() {
   return Topology::from_json(nlohmann::json::parse(R"({"name": "t2x1x3", "tiers": [
-               {"name": "gcd", "fanout": 2, "bandwidth_gbps": 200, "latency_us": 2},
-               {"name": "node", "fanout": 1, "bandwidth_gbps": 50, "latency_us": 3},
-               {"name": "system", "fanout": 3, "bandwidth_gbps": 12.5, "latency_us": 5}]})"),
+               {"name": "gcd", "fanout": 2, "bandwidth_GBps": 200, "latency_us": 2},
+               {"name": "node", "fanout": 1, "bandwidth_GBps": 50, "latency_us": 3},
+               {"name": "system", "fanout": 3, "bandwidth_GBps": 12.5, "latency_us": 5}]})"),
                              "test")
       .resolve(6);
 }
@@ -83,11 +84,11 @@ TEST(StepSchedule, BackwardReusesTheMirroredForwardTail) {
 
 // zero3 (bf16): an all-gather of a padded range of P elements over the world moves P bytes on gcd, P/2
 // on node, P/4 on system; a reduce-scatter the same. Forward P = 16+32+8+16 = 72; backward regathers
-// h0 and emb (48; head and h1 reused); gradients reduced once per range (56); three f64 scalars over
-// the world: 8 bytes per tier each.
+// h0 and emb (48; head and h1 reused); gradients reduced once per range (56); f64 scalars over the
+// world, whole on every tier: the grad norm and the loss 8 bytes each, the non-finite vote 4 x 8.
 TEST(StepSchedule, Zero3BytesPerTierByHand) {
   const auto b = bytes(PartitionPlan::preset("zero3", mini()));
-  expect_bytes(b, {{"gcd", 72 + 48 + 56 + 24}, {"node", 36 + 24 + 28 + 24}, {"system", 18 + 12 + 14 + 24}});
+  expect_bytes(b, {{"gcd", 72 + 48 + 56 + 48}, {"node", 36 + 24 + 28 + 48}, {"system", 18 + 12 + 14 + 48}});
 }
 
 // zeropp, block 32, ranges padded to emb 512, h0 1000, h1 256. qwZ: W_fwd shards of 64, 125, 32
@@ -101,7 +102,7 @@ TEST(StepSchedule, ZeroppBytesPerTierByHand) {
       PartitionPlan::preset("zeropp", mini()).with_options({.qwz = true, .qgz = true, .quant_block = 32});
   const auto b = bytes(plan, mini(), ranges);
   expect_bytes(
-      b, {{"gcd", 1296 + 1512 + 560 + 24}, {"node", 648 + 756 + 280 + 24}, {"system", 324 + 0 + 140 + 24}});
+      b, {{"gcd", 1296 + 1512 + 560 + 48}, {"node", 648 + 756 + 280 + 48}, {"system", 324 + 0 + 140 + 48}});
   const StepSchedule s(ShardLayout(ranges, mini(), plan), tied_order());
   int qgz = 0, qwz = 0;
   for (const auto& c : s.collectives()) {
@@ -142,13 +143,13 @@ TEST(StepSchedule, QgzFallbackIsAnFp32ReduceScatter) {
 // three-level (bf16): W on gcd: gathers move P on gcd only (forward 72, backward 48). G on node:
 // reduce-scatter over gcd+node: P on gcd, P/2 on node (56). Boundary: G shard (P/4 fp32 = P bytes)
 // reduce-scattered over system: P/2 (28). Refresh from O (P/8) to W (P/2) over node+system in bf16:
-// system P/4 (14), node P/2 (28). Scalars: 24 per tier.
+// system P/4 (14), node P/2 (28). Scalars: 48 per tier (norm and loss 8 each, the vote 32).
 TEST(StepSchedule, ThreeLevelBytesPerTierByHand) {
   const auto b = bytes(PartitionPlan::preset("three-level", mini()));
-  expect_bytes(b, {{"gcd", 72 + 48 + 56 + 24}, {"node", 28 + 24 + 28}, {"system", 28 + 24 + 14}});
+  expect_bytes(b, {{"gcd", 72 + 48 + 56 + 48}, {"node", 28 + 48 + 28}, {"system", 28 + 48 + 14}});
   // Accumulating 4 micro-batches repeats forward and backward, not the boundary.
   const auto b4 = bytes(PartitionPlan::preset("three-level", mini()).with_options({.grad_accum_steps = 4}));
-  expect_bytes(b4, {{"gcd", 4 * (72 + 48 + 56) + 24}, {"node", 4 * 28 + 24 + 28}, {"system", 28 + 24 + 14}});
+  expect_bytes(b4, {{"gcd", 4 * (72 + 48 + 56) + 48}, {"node", 4 * 28 + 48 + 28}, {"system", 28 + 48 + 14}});
 }
 
 // The per-tier steps of a three-tier all-gather: outer tier first, payload growing by each fan-out.
@@ -177,9 +178,79 @@ TEST(StepSchedule, HierarchicalStepOrderAndPayloads) {
   EXPECT_EQ(rs->steps[0].payload_bytes, 16u);
   EXPECT_EQ(rs->steps[2].tier, 2);
   EXPECT_EQ(rs->steps[2].payload_bytes, 4u);
-  // Scalars close the step: loss last.
-  EXPECT_EQ(s.collectives().back().purpose, CollectivePurpose::loss_sum);
+  // The global norm and the non-finite vote close the step (zero3 has no refresh: W is O's shard).
+  ASSERT_GE(s.collectives().size(), 2u);
+  EXPECT_EQ(s.collectives().end()[-2].purpose, CollectivePurpose::grad_norm);
+  EXPECT_EQ(s.collectives().back().purpose, CollectivePurpose::nonfinite_flag);
+  EXPECT_EQ(s.collectives().back().count, kNonfiniteVoteCount);
   EXPECT_NE(s.describe(mini()).find("W_fwd all-gather"), std::string::npos);
+}
+
+// The issue order, by hand: three-level (W gcd, G node, O system) on frontier-mini, the tied order,
+// prefetch 1, two micro-batches. Backward positions 0 and 1 reuse the forward's last buffers; the
+// loss sum follows the last forward; each range's G -> O reduce-scatter follows its last gradient
+// reduction (pipelined boundary); the norm, the non-finite vote, then the refreshes in range order,
+// close the step.
+TEST(StepSchedule, IssueOrderByHand) {
+  using P = CollectivePurpose;
+  PlanOptions o = PartitionPlan::preset("three-level", mini()).options();
+  o.grad_accum_steps = 2;
+  o.prefetch_depth = 1;
+  const StepSchedule s(
+      ShardLayout(small_ranges(), mini(), PartitionPlan::preset("three-level", mini()).with_options(o)),
+      tied_order());
+  struct Item {
+    P purpose;
+    int micro_batch, range;
+  };
+  std::vector<Item> want;
+  for (int m = 0; m < 2; ++m) {
+    for (int r : {0, 1, 2, 0}) want.push_back({P::weight_gather_fwd, m, r});
+    if (m == 1) want.push_back({P::loss_sum, -1, -1});
+    // Acquiring backward position 1 (range 2, reused) prefetches position 2 (range 1); range 2's
+    // gradient is final after it. Position 2 prefetches position 3 (range 0); range 1 is final.
+    want.push_back({P::weight_gather_bwd, m, 1});
+    want.push_back({P::grad_reduce, m, 2});
+    if (m == 1) want.push_back({P::grad_boundary_reduce, -1, 2});
+    want.push_back({P::weight_gather_bwd, m, 0});
+    want.push_back({P::grad_reduce, m, 1});
+    if (m == 1) want.push_back({P::grad_boundary_reduce, -1, 1});
+    want.push_back({P::grad_reduce, m, 0});
+    if (m == 1) want.push_back({P::grad_boundary_reduce, -1, 0});
+  }
+  want.push_back({P::grad_norm, -1, -1});
+  want.push_back({P::nonfinite_flag, -1, -1});
+  for (int r : {0, 1, 2}) want.push_back({P::weight_refresh, -1, r});
+  ASSERT_EQ(s.collectives().size(), want.size()) << s.describe(mini());
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    const ScheduledCollective& c = s.collectives()[i];
+    EXPECT_EQ(c.purpose, want[i].purpose) << i << ": " << collective_purpose_name(c.purpose);
+    EXPECT_EQ(c.micro_batch, want[i].micro_batch) << i;
+    EXPECT_EQ(c.range, want[i].range) << i;
+  }
+}
+
+// A tied range reported after the ranges acquired after its last use (the model reports the
+// embedding last, after the encoder): its reduction moves to the end of the backward.
+TEST(StepSchedule, GradsReadyOrderPlacesTheReductions) {
+  const Topology t = mini();
+  const ShardLayout l(small_ranges(), t, PartitionPlan::preset("zero3", t));
+  const AcquisitionOrder order{{0, 1, 2, 0}, {0, 2, 1}, {2, 1, 0}};  // 0 acquired first, reported last
+  std::vector<int> reduced;
+  const StepSchedule ordered(l, order);  // named: a loop over a temporary's list would dangle
+  for (const auto& c : ordered.collectives())
+    if (c.purpose == CollectivePurpose::grad_reduce) reduced.push_back(c.range);
+  EXPECT_EQ(reduced, (std::vector<int>{2, 1, 0}));
+  const std::vector<int> defaulted = [&] {
+    std::vector<int> out;
+    const StepSchedule by_last(l, AcquisitionOrder{{0, 1, 2, 0}, {0, 2, 1}});
+    for (const auto& c : by_last.collectives())
+      if (c.purpose == CollectivePurpose::grad_reduce) out.push_back(c.range);
+    return out;
+  }();
+  EXPECT_EQ(defaulted, (std::vector<int>{0, 2, 1})) << "without grads_ready: after each last acquisition";
+  EXPECT_THROW(StepSchedule(l, AcquisitionOrder{{0, 1, 2}, {2, 1, 0}, {2, 1, 1}}), InputError);
+  EXPECT_THROW(StepSchedule(l, AcquisitionOrder{{0, 1, 2}, {2, 1, 0}, {2, 1, 5}}), InputError);
 }
 
 // Closed forms on flat worlds (p ranks, one tier): payloads are padded ranges of P elements.
@@ -190,10 +261,10 @@ TEST(StepSchedule, PresetsOnFlatWorldsMatchClosedForms) {
     const Topology t = flat(p);
     const double P = double((10 + p - 1) / p * p + (7 + p - 1) / p * p);  // padded total
     const double share = double(p - 1) / p;
-    const double scalars = 3 * 2 * share * 8;  // grad norm, non-finite flag, loss: one f64 each
+    const double scalars = 6 * 2 * share * 8;  // grad norm, loss: one f64 each; the vote four
     // ddp: one fp32 all-reduce of all gradients; the norm of a replicated O needs no collective.
     expect_bytes(bytes(PartitionPlan::preset("ddp", t), t, ranges, sequential_order(2)),
-                 {{"world", 2 * share * 4 * P + 2 * 2 * share * 8}});
+                 {{"world", 2 * share * 4 * P + 5 * 2 * share * 8}});
     // zero1: fp32 reduce-scatter of the full gradient, bf16 all-gather of the new weights.
     expect_bytes(bytes(PartitionPlan::preset("zero1", t), t, ranges, sequential_order(2)),
                  {{"world", share * 4 * P + share * 2 * P + scalars}});
@@ -233,7 +304,7 @@ TEST(StepScheduleFlat, Zero3IsOneWorldStepPerCollective) {
   const Topology t = mini();
   const StepSchedule s(ShardLayout(small_ranges(), t, flat_collectives(PartitionPlan::preset("zero3", t))),
                        tied_order());
-  expect_bytes(s.bytes_per_tier(), {{"gcd", 24}, {"node", 24}, {"system", 24}, {"world", 308}});
+  expect_bytes(s.bytes_per_tier(), {{"gcd", 48}, {"node", 48}, {"system", 48}, {"world", 308}});
   EXPECT_EQ(s.labels(), (std::vector<std::string>{"gcd", "node", "system", "world"}));
   const ScheduledCollective& first = s.collectives().front();
   ASSERT_EQ(first.steps.size(), 1u);
@@ -243,7 +314,7 @@ TEST(StepScheduleFlat, Zero3IsOneWorldStepPerCollective) {
   EXPECT_EQ(first.steps[0].tier, 2);  // priced on the outermost tier's link
   EXPECT_EQ(first.steps[0].group_size, 8);
   EXPECT_EQ(first.steps[0].payload_bytes, 32u);
-  EXPECT_EQ(s.collectives().back().steps.size(), 3u);  // the loss scalar: gcd, node, system
+  EXPECT_EQ(s.collectives().back().steps.size(), 3u);  // the non-finite vote: gcd, node, system
   EXPECT_NE(s.describe(t).find("(flat)"), std::string::npos) << s.describe(t);
 }
 
@@ -313,9 +384,9 @@ TEST(StepSchedule, HsdpKeepsWeightTrafficInsideThePartitionGroup) {
   const auto b = bytes(PartitionPlan::preset("hsdp", mini()));
   // O shard = P/4 elements fp32 = P bytes; all-reduce over system (p=2): P bytes. P total 56.
   // The grad norm is all-reduced over gcd+node only.
-  EXPECT_NEAR(b.at("system"), 56 + 16, 1e-9);
-  // gcd: gathers over gcd+node move P on gcd: (72 + 48), reductions 56, scalars 24.
-  EXPECT_NEAR(b.at("gcd"), 72 + 48 + 56 + 24, 1e-9);
+  EXPECT_NEAR(b.at("system"), 56 + 8 + 32, 1e-9);  // the loss and the vote
+  // gcd: gathers over gcd+node move P on gcd: (72 + 48), reductions 56, scalars 8 + 8 + 32.
+  EXPECT_NEAR(b.at("gcd"), 72 + 48 + 56 + 48, 1e-9);
 }
 
 }  // namespace

@@ -15,8 +15,8 @@ using test::expect_input_error;
 
 nlohmann::json two_tier(nlohmann::json inner_fanout = 2) {
   return nlohmann::json::parse(R"({"name": "t", "tiers": [
-    {"name": "a", "fanout": 2, "bandwidth_gbps": 100, "latency_us": 1},
-    {"name": "b", "fanout": "auto", "bandwidth_gbps": 10, "latency_us": 5}], "host_tier": "a"})")
+    {"name": "a", "fanout": 2, "bandwidth_GBps": 100, "latency_us": 1},
+    {"name": "b", "fanout": "auto", "bandwidth_GBps": 10, "latency_us": 5}], "host_tier": "a"})")
       .patch(
           nlohmann::json::array({{{"op", "replace"}, {"path", "/tiers/0/fanout"}, {"value", inner_fanout}}}));
 }
@@ -76,11 +76,11 @@ TEST(Topology, BadInputsNameKeyAndValue) {
   expect_input_error([] { Topology::from_json(two_tier(0), "f.json"); }, {"fanout", "0"});
   expect_input_error([] { Topology::from_json(two_tier(2).at("tiers"), "f.json"); }, {"f.json", "object"});
   auto missing = two_tier();
-  missing["tiers"][0].erase("bandwidth_gbps");
-  expect_input_error([&] { Topology::from_json(missing, "f.json"); }, {"missing key 'bandwidth_gbps'"});
+  missing["tiers"][0].erase("bandwidth_GBps");
+  expect_input_error([&] { Topology::from_json(missing, "f.json"); }, {"missing key 'bandwidth_GBps'"});
   auto unknown = two_tier();
-  unknown["tiers"][1]["bandwith_gbps"] = 3;
-  expect_input_error([&] { Topology::from_json(unknown, "f.json"); }, {"unknown key 'bandwith_gbps'"});
+  unknown["tiers"][1]["bandwith_GBps"] = 3;
+  expect_input_error([&] { Topology::from_json(unknown, "f.json"); }, {"unknown key 'bandwith_GBps'"});
   auto bad_type = two_tier();
   bad_type["tiers"][0]["latency_us"] = "fast";
   expect_input_error([&] { Topology::from_json(bad_type, "f.json"); }, {"latency_us", "\"fast\""});

@@ -1,0 +1,105 @@
+#!/usr/bin/env python3
+"""Busbw of tierzero's collectives over Open MPI's, medians of interleaved repeats.
+
+For each configuration (ranks, topology, shared memory on or off) runs, REPEATS times and
+interleaved with the others (so that load changes hit every configuration alike):
+
+  mpirun --oversubscribe --allow-run-as-root --mca btl_vader_single_copy_mechanism none -np K \\
+    BUILD/tierzero bench comm --topology T [--emulate] --min-bytes 4194304 --max-bytes 67108864 \\
+    --ops OPS --rounds 5 --groups world --format json [--shared-memory off]
+
+Each run already alternates tierzero and Open MPI round by round and reports the ratio of their
+median times (tierzero busbw / native busbw). This script prints, per (configuration, op, size),
+the median of those ratios over the repeats with every repeat's value, the median busbw of both
+sides, and the load average seen before each repeat (the machine is shared). With --compare-off
+it also runs each configuration with `--shared-memory off` (the ring, pairwise exchange and
+binomial tree over MPI point-to-point) so that the two tierzero algorithms can be compared through
+the same run's native reference.
+
+  python3 bench/comm_shared_ratios.py --ranks 2,4,8 --frontier-mini --repeats 5 --compare-off
+"""
+import argparse
+import collections
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+
+def run_once(build, np_, topology, ops, shared, rounds):
+    cmd = ["mpirun", "--oversubscribe", "--allow-run-as-root", "--mca", "btl_vader_single_copy_mechanism",
+           "none", "-np", str(np_), os.path.join(build, "tierzero"), "bench", "comm", "--topology", topology]
+    if topology != "flat":
+        cmd.append("--emulate")
+    cmd += ["--min-bytes", "4194304", "--max-bytes", "67108864", "--ops", ops, "--rounds", str(rounds),
+            "--groups", "world", "--format", "json"]
+    if not shared:
+        cmd += ["--shared-memory", "off"]
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=3600)
+    if out.returncode != 0:
+        sys.exit(f"comm_shared_ratios: {' '.join(cmd)} failed ({out.returncode}):\n{out.stderr[-2000:]}")
+    return json.loads(out.stdout)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--build", default="build")
+    ap.add_argument("--ranks", default="2,4,8", help="comma-separated rank counts (flat topology)")
+    ap.add_argument("--frontier-mini", action="store_true", help="also 8 ranks of frontier-mini --emulate")
+    ap.add_argument("--ops", default="all_to_all,broadcast,reduce_scatter")
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--compare-off", action="store_true", help="also run with --shared-memory off")
+    ap.add_argument("--json", help="append every run's result document here (one JSON per line)")
+    a = ap.parse_args()
+    if a.repeats < 1 or a.rounds < 1:
+        sys.exit("comm_shared_ratios: --repeats and --rounds must be at least 1")
+
+    configs = [(int(k), "flat") for k in a.ranks.split(",") if k]
+    if a.frontier_mini:
+        configs.append((8, "frontier-mini"))
+    variants = [(k, t, True) for k, t in configs]
+    if a.compare_off:
+        variants += [(k, t, False) for k, t in configs]
+
+    cpu = None
+    ratios = collections.defaultdict(list)
+    busbw = collections.defaultdict(lambda: ([], []))
+    loads = collections.defaultdict(list)
+    for rep in range(a.repeats):
+        for k, topo, shared in variants:
+            load = os.getloadavg()[0]
+            t0 = time.time()
+            doc = run_once(a.build, k, topo, a.ops, shared, a.rounds)
+            loads[(k, topo, shared)].append(load)
+            cpu = cpu or doc.get("cpu")
+            if a.json:
+                with open(a.json, "a") as f:
+                    f.write(json.dumps({"repeat": rep, "shared_memory": shared, "load": load, "doc": doc}) + "\n")
+            for r in doc["results"]:
+                key = (k, topo, shared, r["op"], r["size_bytes"])
+                ratios[key].append(r["ratio"])
+                busbw[key][0].append(r["tierzero"]["busbw_GBps"])
+                busbw[key][1].append(r["native"]["busbw_GBps"])
+            print(f"repeat {rep + 1}/{a.repeats}: {k} ranks {topo} shared={'on' if shared else 'off'} "
+                  f"({time.time() - t0:.0f} s, load {load:.1f})", file=sys.stderr, flush=True)
+
+    print(f"{cpu}; load average (1 min) over the repeats {min(min(v) for v in loads.values()):.1f}"
+          f" .. {max(max(v) for v in loads.values()):.1f} on {os.cpu_count()} CPUs\n")
+    print("| ranks | topology | shared memory | op | MiB | busbw ratio (median) | ratio per repeat | "
+          "tierzero busbw GB/s | Open MPI busbw GB/s | load average per repeat |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for key in sorted(ratios):
+        k, topo, shared, op, size = key
+        v = ratios[key]
+        tz, nat = busbw[key]
+        print(f"| {k} | {topo} | {'on' if shared else 'off'} | {op} | {size >> 20} | "
+              f"{statistics.median(v):.2f} | {' '.join(f'{x:.2f}' for x in v)} | "
+              f"{statistics.median(tz):.3f} | {statistics.median(nat):.3f} | "
+              f"{' '.join(f'{x:.1f}' for x in loads[(k, topo, shared)])} |")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets of tests/fuzz/ with clang (libFuzzer + AddressSanitizer +
+# UndefinedBehaviorSanitizer) into their own build folder and runs each for a bounded time on its seed
+# corpus: tests/fuzz/<target>/ plus the repository's own files of that kind (configs/, models/,
+# topologies/). Fails on any crash, uncaught exception, hang (an input running over -timeout),
+# sanitizer report, leak, or allocation over the memory limits.
+#   scripts/fuzz.sh [build-folder]       default build-fuzz
+#   TZ_FUZZ_SECONDS=42                   fuzzing time per target (6 targets: about 4 minutes in all)
+#   TZ_FUZZ_TARGETS="topology plan_json" which targets (default: every tests/fuzz/fuzz_*.cpp)
+# New inputs that reach new code are kept in <build-folder>/corpus/<target>/ for the next run;
+# a failing input is written to <build-folder>/artifacts/ with the command that replays it.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+bash scripts/install_deps.sh
+dir=${1:-build-fuzz}
+seconds=${TZ_FUZZ_SECONDS:-42}
+targets=${TZ_FUZZ_TARGETS:-$(cd tests/fuzz && ls fuzz_*.cpp | sed 's/^fuzz_//; s/\.cpp$//')}
+
+# A folder already configured for fuzzing (the test command's sanitizer build, which also builds
+# the unit tests) is used as it is; otherwise a clang build of the fuzz targets alone is made.
+if ! grep -q '^TZ_FUZZ:BOOL=ON' "$dir/CMakeCache.txt" 2>/dev/null; then
+  launcher=()
+  command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+  CC=clang CXX=clang++ cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTZ_SANITIZE=ON \
+    -DTZ_FUZZ=ON -DTZ_BUILD_TESTS=OFF -DTZ_BUILD_BENCH=OFF "${launcher[@]}" >/dev/null
+fi
+cmake --build "$dir" -j "$(nproc)" --target tz_fuzz_targets
+dir=$(cd "$dir" && pwd)
+
+# Seeds beyond tests/fuzz/<target>/: the files users really pass to each reader.
+extra_seeds() {
+  case $1 in
+    train_config) echo "$root/configs $root/tests/engine/configs" ;;
+    model_config) echo "$root/configs $root/models" ;;
+    topology) echo "$root/topologies" ;;
+  esac
+}
+
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
+export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+mkdir -p "$dir/tmp" "$dir/artifacts"
+export TMPDIR=$dir/tmp  # the token-file target's scratch files
+failed=()
+start=$SECONDS
+for t in $targets; do
+  exe=$dir/fuzz/fuzz_$t
+  log=$dir/fuzz_$t.log
+  mkdir -p "$dir/corpus/$t"
+  # -max_len bounds the input, -rss_limit_mb the process and -malloc_limit_mb any single allocation
+  # (an input of a few KB has no business asking for more); -timeout is per input.
+  set +e
+  # shellcheck disable=SC2046
+  "$exe" -max_total_time="$seconds" -timeout=10 -max_len=8192 -rss_limit_mb=2048 -malloc_limit_mb=512 \
+    -print_final_stats=1 -artifact_prefix="$dir/artifacts/${t}-" \
+    "$dir/corpus/$t" "$root/tests/fuzz/$t" $(extra_seeds "$t") >"$log" 2>&1
+  rc=$?
+  set -e
+  done_line=$(grep -E '^#[0-9]+[[:space:]]+DONE' "$log" | tail -1 || true)
+  runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")
+  if [ $rc -ne 0 ] || grep -qE 'ERROR: (AddressSanitizer|LeakSanitizer|libFuzzer)|runtime error:|fuzz finding' "$log"; then
+    echo "fuzz $t: FAILED (exit $rc); last lines of $log:"
+    tail -n 40 "$log"
+    failed+=("$t")
+  else
+    echo "fuzz $t: ok, ${runs:-?} runs in ${seconds} s; ${done_line#*DONE }"
+  fi
+done
+echo "fuzz: $(echo $targets | wc -w) targets in $((SECONDS - start)) s"
+if [ ${#failed[@]} -gt 0 ]; then
+  echo "fuzz: FAILED: ${failed[*]} (inputs in $dir/artifacts/; replay one with: $dir/fuzz/fuzz_<target> <file>)"
+  exit 1
+fi

@@ -1,0 +1,60 @@
+// Reading the GPT-2 model files tierzero exports (checkpoint/gpt2_file_layout.hpp): a safetensors
+// file with Hugging Face's names ("transformer." prefix or not) or an llm.c checkpoint (version 3 or
+// 5), told apart by llm.c's magic, checked against a model's ParameterLayout before anything is read:
+// names, shapes, dtypes, element counts and llm.c's header words (an InputError names the file, the
+// tensor and the expected and found values). Then any span of any tierzero tensor can be read, in
+// tierzero's (out, in) layout: a matrix the file stores transposed (GPT-2's Conv1D, (in, out)) is read
+// one file row at a time over the columns the span covers (the span plus at most two partial rows),
+// so memory is bounded by the span. bf16 is widened exactly. Ignored entries: the attention masks
+// GPT-2 files carry (h.{i}.attn.bias, h.{i}.attn.masked_bias) and lm_head.weight, which must equal
+// wte.weight (checked on the elements read). `--init-from` reads each rank's shard spans through it,
+// `sample` whole tensors on one process.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "checkpoint/checked_file.hpp"
+#include "core/bf16.hpp"
+#include "core/dtype.hpp"
+#include "model/parameter_layout.hpp"
+
+namespace tz {
+
+class Gpt2FileReader {
+ public:
+  Gpt2FileReader(const std::string& path, const ParameterLayout& params);
+
+  // Elements [begin, begin + n) of tensor t (an index into params.tensors()) in tierzero's layout.
+  void read(int t, std::uint64_t begin, std::uint64_t n, float* out);
+  // Every tensor, into one flat buffer in ParameterLayout order.
+  std::vector<float> read_all();
+
+  const std::string& format() const { return format_; }  // "safetensors" | "llmc"
+  const std::string& dtype() const { return dtype_; }    // "fp32" | "bf16" | "mixed"
+  std::uint64_t bytes_read() const { return bytes_read_; }
+
+  // Where one tierzero tensor's values lie in the file.
+  struct TensorSource {
+    std::uint64_t byte_offset = 0;  // of its first element
+    DType dtype = DType::f32;
+    bool transposed = false;
+    std::uint64_t rows = 0, cols = 0;  // tierzero's (out, in) shape
+    std::uint64_t lm_head_offset = 0;  // safetensors lm_head.weight's bytes, for wte (0: none)
+  };
+
+ private:
+  void read_values(std::uint64_t tensor_offset, DType dtype, std::uint64_t begin, std::uint64_t n,
+                   float* out);
+
+  const ParameterLayout& params_;
+  InFile file_;
+  std::string format_, dtype_;
+  std::vector<TensorSource> sources_;
+  std::vector<float> tile_, check_;  // a transposed span's columns; lm_head's elements
+  std::vector<bf16> bf16_buf_;
+  std::uint64_t bytes_read_ = 0;
+};
+
+}  // namespace tz

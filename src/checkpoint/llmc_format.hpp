@@ -1,0 +1,32 @@
+// llm.c's model checkpoint header (gpt2_124M.bin and the files train_gpt2.py writes): 256 int32,
+// little-endian: [0] magic 20240326, [1] version (3: fp32 parameters, 5: bf16), [2] maxT, [3] V,
+// [4] L, [5] NH, [6] C, [7] Vp (the padded vocabulary), the rest zero. The parameters follow
+// (checkpoint/gpt2_file_layout.hpp lists them).
+#pragma once
+
+#include <array>
+#include <cstdint>
+
+#include "checkpoint/checked_file.hpp"
+#include "core/dtype.hpp"
+#include "model/gpt_config.hpp"
+
+namespace tz {
+
+inline constexpr std::int32_t kLlmcModelMagic = 20240326;
+inline constexpr std::uint64_t kLlmcModelHeaderBytes = 256 * 4;
+
+struct LlmcHeader {
+  DType dtype = DType::f32;
+  GptConfig model;
+  int padded_vocab = 0;
+};
+
+std::array<std::int32_t, 256> llmc_header_words(const LlmcHeader& h);
+// InputError naming the file, the word and the expected and found values: another magic, a version
+// other than 3 or 5, sizes that are not positive, Vp < V.
+LlmcHeader read_llmc_header(const InFile& file);
+// Whether the file starts with llm.c's model magic.
+bool is_llmc_checkpoint(const InFile& file);
+
+}  // namespace tz

@@ -1,0 +1,123 @@
+#include "checkpoint/weight_export.hpp"
+
+#include <fmt/format.h>
+
+#include <cstring>
+#include <vector>
+
+#include "checkpoint/checked_file.hpp"
+#include "checkpoint/checkpoint_dir.hpp"
+#include "checkpoint/checkpoint_reader.hpp"
+#include "checkpoint/gpt2_file_layout.hpp"
+#include "checkpoint/llmc_format.hpp"
+#include "checkpoint/safetensors_format.hpp"
+#include "core/bf16.hpp"
+#include "core/error.hpp"
+
+namespace tz {
+
+WeightFormat parse_weight_format(const std::string& name, const std::string& option) {
+  if (name == "safetensors") return WeightFormat::safetensors;
+  if (name == "llmc") return WeightFormat::llmc;
+  fail_input("{} '{}': expected safetensors or llmc", option, name);
+}
+
+DType parse_export_dtype(const std::string& name, const std::string& option) {
+  if (name == "fp32" || name == "f32") return DType::f32;
+  if (name == "bf16") return DType::bf16;
+  fail_input("{} '{}': expected fp32 or bf16", option, name);
+}
+
+ExportResult export_checkpoint(const std::string& checkpoint, const std::string& out,
+                               const ExportOptions& options) {
+  const ResolvedCheckpoint rc = resolve_checkpoint(checkpoint);
+  CheckpointReader reader(rc.path);
+  const CheckpointManifest& m = reader.manifest();
+  const ParameterLayout params(m.model);
+  m.check_against(params, "checkpoint " + rc.path);
+  const DType dtype = options.dtype;
+  const std::size_t esize = dtype_bytes(dtype);
+  const std::vector<FileTensor> tensors =
+      options.format == WeightFormat::safetensors ? hf_gpt2_tensors(params) : llmc_tensors(params);
+
+  std::string header;
+  std::uint64_t expected = 0;
+  if (options.format == WeightFormat::safetensors) {
+    std::vector<SafetensorsEntry> entries;
+    std::uint64_t at = 0;
+    for (const auto& t : tensors) {
+      entries.push_back({t.name, dtype, t.shape, at, at + t.numel() * esize});
+      at += t.numel() * esize;
+    }
+    header = safetensors_header_bytes(entries, {{"format", "pt"}});
+    expected = header.size() + at;
+  } else {
+    const auto words = llmc_header_words({dtype, m.model, llmc_padded_vocab(m.model.vocab_size)});
+    header.assign(reinterpret_cast<const char*>(words.data()), kLlmcModelHeaderBytes);
+    expected = header.size();
+    for (const auto& t : tensors) expected += t.numel() * esize;
+  }
+
+  const std::string tmp = out + ".tmp";
+  OutFile file(tmp);
+  file.write(header.data(), header.size());
+  std::vector<float> values, transposed;
+  std::vector<std::byte> bytes;
+  auto emit = [&](const float* x, std::size_t n) {
+    bytes.resize(n * esize);
+    if (dtype == DType::f32) {
+      std::memcpy(bytes.data(), x, n * 4);
+    } else {
+      auto* h = reinterpret_cast<bf16*>(bytes.data());
+      for (std::size_t i = 0; i < n; ++i) h[i] = to_bf16(x[i]);
+    }
+    file.write(bytes.data(), bytes.size());
+  };
+  for (const auto& ft : tensors) {
+    std::uint64_t written = 0;
+    for (const auto& part : ft.parts) {
+      const ParamTensor& pt = params.tensors()[part.tensor];
+      TZ_CHECK_EQ(part.offset, written);
+      values.resize(pt.numel);
+      reader.read(m.tensor(pt.name), OptimValue::master, 0, pt.numel, values.data());
+      const float* src = values.data();
+      if (part.transposed) {  // (out, in) -> (in, out)
+        const std::size_t rows = pt.shape[0], cols = pt.shape[1];
+        transposed.resize(pt.numel);
+        for (std::size_t r = 0; r < rows; ++r)
+          for (std::size_t c = 0; c < cols; ++c) transposed[c * rows + r] = values[r * cols + c];
+        src = transposed.data();
+      }
+      emit(src, pt.numel);
+      written += pt.numel;
+    }
+    if (written < ft.numel()) {  // llm.c's padded vocabulary rows
+      values.assign(ft.numel() - written, 0.0f);
+      emit(values.data(), values.size());
+      written = ft.numel();
+    }
+    TZ_CHECK_EQ(written, ft.numel());
+  }
+  if (file.bytes_written() != expected)
+    fail_input("export {}: wrote {} bytes, expected {}", out, file.bytes_written(), expected);
+  file.sync_and_close();
+  rename_path(tmp, out);
+  return {rc.path, m.step, static_cast<int>(tensors.size()), expected};
+}
+
+ModelWeights read_checkpoint_weights_flat(const std::string& checkpoint) {
+  const ResolvedCheckpoint rc = resolve_checkpoint(checkpoint);
+  CheckpointReader reader(rc.path);
+  const CheckpointManifest& m = reader.manifest();
+  const ParameterLayout params(m.model);
+  m.check_against(params, "checkpoint " + rc.path);
+  ModelWeights out;
+  out.config = m.model;
+  out.params.resize(params.total_numel());
+  for (const ParamTensor& pt : params.tensors())
+    reader.read(m.tensor(pt.name), OptimValue::master, 0, pt.numel, out.params.data() + pt.offset);
+  out.origin = fmt::format("checkpoint {} (step {})", rc.path, m.step);
+  return out;
+}
+
+}  // namespace tz

@@ -1,0 +1,48 @@
+#include "checkpoint/weight_import.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <set>
+#include <vector>
+
+#include "checkpoint/agreed_io.hpp"
+#include "checkpoint/checked_file.hpp"
+#include "checkpoint/gpt2_file_reader.hpp"
+#include "core/error.hpp"
+
+namespace tz {
+
+ImportResult import_weights(Communicator& world, ShardedEngine& engine, const std::string& path,
+                            const ImportOptions& options) {
+  const auto t0 = std::chrono::steady_clock::now();
+  ImportResult res;
+  run_agreed_io(world, {.what = fmt::format("import of {}", path), .timeout_s = options.io_timeout_s}, [&] {
+    const ParameterLayout& params = engine.params();
+    Gpt2FileReader weights(path, params);
+    engine.restore(0, 0, [&](OptimValue which, int range, std::size_t offset, std::size_t n, float* out) {
+      if (which != OptimValue::master) {  // a fresh optimizer: explicitly zero moments
+        std::fill(out, out + n, 0.0f);
+        return;
+      }
+      const auto& tensors = params.tensors();
+      for (int t = 0; t < static_cast<int>(tensors.size()); ++t) {
+        const ParamTensor& pt = tensors[t];
+        if (pt.range != range) continue;
+        const std::size_t a = std::max(offset, pt.range_offset),
+                          b = std::min(offset + n, pt.range_offset + pt.numel);
+        if (a < b) weights.read(t, a - pt.range_offset, b - a, out + (a - offset));
+      }
+    });
+    res.format = weights.format();
+    res.dtype = weights.dtype();
+    res.bytes_read = weights.bytes_read();
+  });
+  res.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return res;
+}
+
+}  // namespace tz

@@ -1,0 +1,132 @@
+// `tierzero plot METRICS.jsonl --out DIR`: charts of a training run from its --metrics file, drawn
+// with gnuplot (Debian's gnuplot-nox), each as PNG and SVG:
+//   DIR/loss.{png,svg}          training loss and validation loss (nats/token) against the step
+//   DIR/tokens_per_s.{png,svg}  tokens/s of all ranks against the step
+// beside the data files they are drawn from (DIR/loss.dat, DIR/val_loss.dat, DIR/tokens_per_s.dat)
+// and the script (DIR/plot.gp). Every line of the metrics file is read strictly: a line that is not
+// a JSON object with the fields of its event ("step": step, loss, tokens_per_s; "eval": step,
+// val_loss) is an error naming the file and the line.
+#include <fmt/format.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <vector>
+
+#include "cli/cli_options.hpp"
+#include "cli/command_registry.hpp"
+#include "core/error.hpp"
+#include "core/json_fields.hpp"
+#include "core/json_read.hpp"
+
+namespace tz::cli {
+namespace {
+
+struct PlotArgs {
+  std::string metrics;
+  std::string out = "plot-out";
+};
+
+struct Series {
+  std::vector<std::pair<long long, double>> loss, val_loss, tokens_per_s;
+};
+
+Series read_metrics(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) fail_input("plot: {}: cannot open for reading", path);
+  Series s;
+  std::string line;
+  for (long long n = 1; std::getline(in, line); ++n) {
+    if (line.empty()) continue;
+    const std::string where = fmt::format("metrics {} line {}", path, n);
+    const nlohmann::json doc = parse_json_strict(line, where);
+    JsonFields f(doc, where);
+    const std::string event = f.str_or("event", "step");
+    const long long step = f.integer("step", 0, 1LL << 40);
+    if (event == "step") {
+      s.loss.emplace_back(step, f.number("loss"));
+      s.tokens_per_s.emplace_back(step, f.number("tokens_per_s"));
+    } else if (event == "eval") {
+      s.val_loss.emplace_back(step, f.number("val_loss"));
+    } else {
+      f.fail("event", fmt::format("must be \"step\" or \"eval\", got \"{}\"", event));
+    }
+  }
+  if (in.bad()) fail_input("plot: {}: read failed", path);
+  if (s.loss.empty())
+    fail_input("plot: {}: no step lines (write it with `tierzero train --metrics FILE`)", path);
+  return s;
+}
+
+void write_file(const std::filesystem::path& path, const std::string& text) {
+  std::ofstream out(path);
+  out << text;
+  out.close();
+  if (!out) fail_input("plot: {}: write failed", path.string());
+}
+
+std::string data_text(const std::vector<std::pair<long long, double>>& points) {
+  std::string s;
+  for (const auto& [x, y] : points) s += fmt::format("{} {:.9g}\n", x, y);
+  return s;
+}
+
+int run_plot(const PlotArgs& a) {
+  const Series s = read_metrics(a.metrics);
+  namespace fs = std::filesystem;
+  if (a.out.find('\'') != std::string::npos)
+    fail_input("plot: --out {}: a folder name with a ' cannot be passed to gnuplot", a.out);
+  const fs::path dir(a.out);
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) fail_input("plot: --out {}: cannot create the folder: {}", a.out, ec.message());
+  write_file(dir / "loss.dat", data_text(s.loss));
+  write_file(dir / "val_loss.dat", data_text(s.val_loss));
+  write_file(dir / "tokens_per_s.dat", data_text(s.tokens_per_s));
+  auto q = [&](const char* name) { return "'" + (dir / name).string() + "'"; };
+  std::string gp = "set grid\nset key top right\nset xlabel 'step (optimizer steps)'\n";
+  const std::string loss_plot = fmt::format(
+      "plot {} using 1:2 with lines lw 2 title 'training loss'{}\n", q("loss.dat"),
+      s.val_loss.empty() ? ""
+                         : fmt::format(", {} using 1:2 with linespoints pt 7 lw 2 title 'validation loss'",
+                                       q("val_loss.dat")));
+  const std::string rate_plot =
+      fmt::format("plot {} using 1:2 with lines lw 2 title 'tokens/s (all ranks)'\n", q("tokens_per_s.dat"));
+  for (const auto& [terminal, ext] :
+       {std::pair{"pngcairo size 900,560", "png"}, {"svg size 900,560", "svg"}}) {
+    gp += fmt::format("set terminal {}\n", terminal);
+    gp += fmt::format("set output {}\nset title 'Loss'\nset ylabel 'loss (nats/token)'\n{}",
+                      q(fmt::format("loss.{}", ext).c_str()), loss_plot);
+    gp += fmt::format("set output {}\nset title 'Throughput'\nset ylabel 'tokens/s'\n{}",
+                      q(fmt::format("tokens_per_s.{}", ext).c_str()), rate_plot);
+    gp += "unset output\n";
+  }
+  write_file(dir / "plot.gp", gp);
+  const std::string cmd = fmt::format("gnuplot '{}'", (dir / "plot.gp").string());
+  const int rc = std::system(cmd.c_str());
+  if (rc != 0)
+    fail_input(
+        "plot: gnuplot failed (status {}; is gnuplot-nox installed?): the data files and {} are written", rc,
+        (dir / "plot.gp").string());
+  for (const char* f : {"loss.png", "loss.svg", "tokens_per_s.png", "tokens_per_s.svg"})
+    if (!fs::exists(dir / f, ec) || fs::file_size(dir / f, ec) == 0)
+      fail_input("plot: gnuplot wrote no {}", (dir / f).string());
+  fmt::print(
+      "plot: {} steps, {} evaluations from {}; wrote {}/loss.png, loss.svg, tokens_per_s.png, "
+      "tokens_per_s.svg\n",
+      s.loss.size(), s.val_loss.size(), a.metrics, a.out);
+  return 0;
+}
+
+const bool registered = register_command(
+    {"plot", "Draw a training run's loss, validation loss and tokens/s from its --metrics file (PNG and SVG)",
+     [](CLI::App& sub) -> RunFn {
+       auto a = std::make_shared<PlotArgs>();
+       OptionSet o(sub, "plot");
+       o.text("metrics", a->metrics, "the JSON-lines file `tierzero train --metrics` wrote")->required();
+       o.text("--out", a->out, "output folder");
+       return [a] { return run_plot(*a); };
+     }});
+
+}  // namespace
+}  // namespace tz::cli

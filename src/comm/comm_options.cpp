@@ -1,0 +1,48 @@
+// Checking and parsing communicator options (comm_options.hpp).
+#include "comm/comm_options.hpp"
+
+#include <charconv>
+#include <cmath>
+#include <string>
+
+#include "core/error.hpp"
+
+namespace tz {
+namespace {
+
+template <typename T>
+bool parse_whole(std::string_view s, T& out) {
+  const char* end = s.data() + s.size();
+  auto [ptr, ec] = std::from_chars(s.data(), end, out);
+  return !s.empty() && ec == std::errc() && ptr == end;
+}
+
+}  // namespace
+
+DelayInjection parse_delay_injection(std::string_view text, std::string_view option) {
+  if (text == "off") return {};
+  const std::size_t colon = text.find(':');
+  DelayInjection d;
+  std::uint64_t max_us = 0;
+  if (colon == std::string_view::npos || !parse_whole(text.substr(0, colon), d.seed) ||
+      !parse_whole(text.substr(colon + 1), max_us) || max_us > kMaxInjectedDelayUs)
+    fail_input("{} '{}': expected SEED:MAX_US (unsigned integers, MAX_US at most {}) or 'off'", option,
+               text.substr(0, 64), kMaxInjectedDelayUs);
+  d.max_us = static_cast<std::uint32_t>(max_us);
+  return d;
+}
+
+void validate_comm_options(const CommOptions& o) {
+  if (!std::isfinite(o.timeout_s) || o.timeout_s <= 0 || o.timeout_s > 1e9)
+    fail_input("communication option timeout_s = {}: must be a finite number of seconds in (0, 1e9]",
+               o.timeout_s);
+  if (o.chunk_bytes == 0) fail_input("communication option chunk_bytes = 0: must be at least 1");
+  if (o.shared_slot_bytes == 0 || o.shared_slot_bytes > (std::size_t{1} << 30))
+    fail_input("communication option shared_slot_bytes = {}: must be in [1, 1073741824]",
+               o.shared_slot_bytes);
+  if (o.delay_injection.max_us > kMaxInjectedDelayUs)
+    fail_input("communication option delay_injection.max_us = {}: must be at most {}",
+               o.delay_injection.max_us, kMaxInjectedDelayUs);
+}
+
+}  // namespace tz

@@ -1,0 +1,66 @@
+// The options of a communicator (CommOptions) and of its delay injection, as one plain struct filled
+// once (by the CLI, a test or the engine) and checked once (validate_comm_options, called by
+// make_communicator). Every communicator split from another keeps its options.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+#include "comm/flight_recorder.hpp"
+
+namespace tz {
+
+// Delay injection: before every send and receive, and at every publication and wait of a
+// shared-memory collective, the transport may sleep: one time in four, for a time uniform in
+// [1, max_us] microseconds, drawn from a counter-based generator keyed by (seed, world rank,
+// communicator), so the same seed gives every rank the same sequence of sleeps on each
+// communicator. Results of every collective are unchanged; only the interleaving of ranks and
+// streams changes, so that ordering bugs (a buffer reused before a peer read it, a stream that does
+// not wait for another) show up as wrong values in tests. max_us = 0 turns it off (the default).
+// For sleeps at other points (an engine's step phases) see comm/delay_injector.hpp.
+struct DelayInjection {
+  std::uint64_t seed = 0;
+  std::uint32_t max_us = 0;
+  bool enabled() const { return max_us > 0; }
+  bool operator==(const DelayInjection&) const = default;
+};
+inline constexpr std::uint32_t kMaxInjectedDelayUs = 100000;  // 0.1 s: larger only slows tests down
+
+// "SEED:MAX_US" (e.g. "7:2000"), or "off". InputError naming `option` and the text otherwise.
+DelayInjection parse_delay_injection(std::string_view text, std::string_view option = "delay injection");
+
+struct CommOptions {
+  double timeout_s = 300;  // a collective not done by then fails with a CommError report
+  // Every collective first agrees on (op, dtype, count, root, group, sequence number) with a small
+  // all-gather; a difference fails it on every rank with one report naming the first rank that
+  // differs from group rank 0, both values, and every rank's signature (`--check-collectives`).
+  bool check_collectives = false;
+  // After a timeout the live ranks exchange views to agree on the culprit (comm/fault_agreement.hpp);
+  // the exchange waits this long for ranks that do not answer.
+  double fault_agreement_timeout_s = 3;
+  // Entries kept per communicator by the flight recorder (comm/flight_recorder.hpp).
+  std::size_t flight_recorder_entries = FlightRecorder::kDefaultCapacity;
+  // Large messages are cut into chunks of this many bytes so that receiving, reducing and forwarding
+  // overlap (pipelining). Tests set it small to force the multi-chunk paths with little data.
+  std::size_t chunk_bytes = std::size_t{1} << 20;
+  // Collectives among ranks that share a host run the direct shared-memory algorithms
+  // (all_gather_shared.cpp, all_to_all_shared.cpp, broadcast_shared.cpp, reduce_scatter_shared.cpp)
+  // instead of the ring, pairwise exchange and tree over the transport: every block is copied once
+  // into a shared staging buffer and once out, instead of once per step. Each is switchable;
+  // all-reduce runs over the transport either way. `shared_slot_bytes` is the staging buffer per
+  // rank (two of them, double-buffered), so a group of p ranks maps 2*p*shared_slot_bytes, once,
+  // shared by all four.
+  bool shared_memory_all_gather = true;
+  bool shared_memory_all_to_all = true;
+  bool shared_memory_broadcast = true;
+  bool shared_memory_reduce_scatter = true;
+  std::size_t shared_slot_bytes = std::size_t{256} << 10;
+  DelayInjection delay_injection;
+};
+
+// Range checks: timeout_s finite in (0, 1e9], chunk_bytes >= 1, shared_slot_bytes in [1, 1 GiB],
+// delay_injection.max_us <= kMaxInjectedDelayUs. InputError naming the field and its value.
+void validate_comm_options(const CommOptions& options);
+
+}  // namespace tz

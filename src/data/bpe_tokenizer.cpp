@@ -1,0 +1,193 @@
+#include "data/bpe_tokenizer.hpp"
+
+#include <queue>
+#include <unordered_set>
+
+#include "core/error.hpp"
+#include "data/gpt2_pretokenizer.hpp"
+
+namespace tz {
+namespace {
+
+std::uint64_t pair_key(std::int32_t a, std::int32_t b) {
+  return (static_cast<std::uint64_t>(static_cast<std::uint32_t>(a)) << 32) | static_cast<std::uint32_t>(b);
+}
+
+}  // namespace
+
+BpeTokenizer::BpeTokenizer(BpeVocabulary vocab) : vocab_(std::move(vocab)) {
+  const std::string& where = vocab_.origin;
+  std::unordered_set<std::int32_t> special(vocab_.special.begin(), vocab_.special.end());
+  std::unordered_map<std::string, std::int32_t> ids;
+  for (std::size_t id = 0; id < vocab_.tokens.size(); ++id)
+    if (!vocab_.tokens[id].empty() && !special.count(static_cast<std::int32_t>(id)))
+      ids.emplace(vocab_.tokens[id], static_cast<std::int32_t>(id));
+  for (int b = 0; b < 256; ++b) {
+    auto it = ids.find(std::string(1, static_cast<char>(b)));
+    if (it == ids.end())
+      fail_input("tokenizer {}: byte 0x{:02x} has no token, so not every text can be encoded", where, b);
+    byte_token_[b] = it->second;
+  }
+  for (auto id : vocab_.special)
+    if (vocab_.tokens[id] == "<|endoftext|>") eot_ = id;
+  std::vector<bool> formed(vocab_.tokens.size(), false);  // a byte token, or the result of an earlier merge
+  for (int b = 0; b < 256; ++b) formed[byte_token_[b]] = true;
+  for (std::size_t r = 0; r < vocab_.merges.size(); ++r) {
+    const auto [a, b] = vocab_.merges[r];
+    const auto size = static_cast<std::int32_t>(vocab_.tokens.size());
+    if (a < 0 || b < 0 || a >= size || b >= size || vocab_.tokens[a].empty() || vocab_.tokens[b].empty())
+      fail_input("tokenizer {}: merge {} has ids ({}, {}) outside the vocabulary of {}", where, r, a, b,
+                 size);
+    auto it = ids.find(vocab_.tokens[a] + vocab_.tokens[b]);
+    if (it == ids.end())
+      fail_input("tokenizer {}: merge {} ('{}' + '{}') makes a token that is not in the vocabulary", where, r,
+                 bytes_to_alphabet(vocab_.tokens[a]), bytes_to_alphabet(vocab_.tokens[b]));
+    if (!merges_.emplace(pair_key(a, b), Merge{static_cast<std::int32_t>(r), it->second}).second)
+      fail_input("tokenizer {}: merge {} ('{}' + '{}') is listed twice", where, r,
+                 bytes_to_alphabet(vocab_.tokens[a]), bytes_to_alphabet(vocab_.tokens[b]));
+    training_order_ = training_order_ && formed[a] && formed[b];
+    formed[it->second] = true;
+  }
+}
+
+const BpeTokenizer::Merge* BpeTokenizer::find_merge(std::int32_t a, std::int32_t b) const {
+  auto it = merges_.find(pair_key(a, b));
+  return it == merges_.end() ? nullptr : &it->second;
+}
+
+void BpeTokenizer::merge_ref(std::string_view piece, std::vector<std::int32_t>& out) const {
+  std::vector<std::int32_t> word;
+  for (unsigned char c : piece) word.push_back(byte_token_[c]);
+  while (word.size() > 1) {
+    const Merge* best = nullptr;
+    std::int32_t left = 0, right = 0;
+    for (std::size_t i = 0; i + 1 < word.size(); ++i) {
+      const Merge* m = find_merge(word[i], word[i + 1]);
+      if (m != nullptr && (best == nullptr || m->rank < best->rank))
+        best = m, left = word[i], right = word[i + 1];
+    }
+    if (best == nullptr) break;
+    std::vector<std::int32_t> merged;
+    for (std::size_t i = 0; i < word.size();) {
+      if (i + 1 < word.size() && word[i] == left && word[i + 1] == right) {
+        merged.push_back(best->result);
+        i += 2;
+      } else {
+        merged.push_back(word[i++]);
+      }
+    }
+    word.swap(merged);
+  }
+  out.insert(out.end(), word.begin(), word.end());
+}
+
+void BpeTokenizer::merge_heap(std::string_view piece, std::vector<std::int32_t>& out) {
+  const int n = static_cast<int>(piece.size());
+  sym_.resize(n);
+  prev_.resize(n);
+  next_.resize(n);
+  for (int i = 0; i < n; ++i) {
+    sym_[i] = byte_token_[static_cast<unsigned char>(piece[i])];
+    prev_[i] = i - 1;
+    next_[i] = i + 1 < n ? i + 1 : -1;
+  }
+  struct Candidate {
+    std::int32_t rank, pos, left, right;
+    bool operator>(const Candidate& o) const { return rank != o.rank ? rank > o.rank : pos > o.pos; }
+  };
+  std::priority_queue<Candidate, std::vector<Candidate>, std::greater<>> heap;
+  auto push = [&](int i) {
+    if (i < 0 || next_[i] < 0) return;
+    if (const Merge* m = find_merge(sym_[i], sym_[next_[i]]))
+      heap.push({m->rank, i, sym_[i], sym_[next_[i]]});
+  };
+  for (int i = 0; i + 1 < n; ++i) push(i);
+  while (!heap.empty()) {
+    const Candidate c = heap.top();
+    heap.pop();
+    const int i = c.pos, j = next_[i];
+    // Stale: the left symbol was merged away (its id changed or it was absorbed) or its neighbour changed.
+    if (sym_[i] != c.left || j < 0 || sym_[j] != c.right) continue;
+    sym_[i] = find_merge(c.left, c.right)->result;
+    sym_[j] = -1;  // absorbed
+    next_[i] = next_[j];
+    if (next_[j] >= 0) prev_[next_[j]] = i;
+    push(prev_[i]);
+    push(i);
+  }
+  for (int i = 0; i >= 0 && n > 0; i = next_[i]) out.push_back(sym_[i]);
+}
+
+void BpeTokenizer::encode_piece(std::string_view piece, std::vector<std::int32_t>& out) {
+  if (piece.size() == 1) {
+    out.push_back(byte_token_[static_cast<unsigned char>(piece[0])]);
+    return;
+  }
+  if (!training_order_) {
+    merge_ref(piece, out);
+    return;
+  }
+  if (auto it = cache_.find(piece); it != cache_.end()) {
+    out.insert(out.end(), cache_tokens_.begin() + it->second.first,
+               cache_tokens_.begin() + it->second.first + it->second.second);
+    return;
+  }
+  const std::size_t first = out.size();
+  merge_heap(piece, out);
+  if (piece.size() > kCachedPieceBytes) return;  // a long run (say, a base64 blob) is not worth keeping
+  if (cache_.size() >= kCacheEntries) {
+    cache_.clear();
+    cache_tokens_.clear();
+  }
+  cache_.emplace(std::string(piece),
+                 std::pair<std::uint32_t, std::uint32_t>(static_cast<std::uint32_t>(cache_tokens_.size()),
+                                                         static_cast<std::uint32_t>(out.size() - first)));
+  cache_tokens_.insert(cache_tokens_.end(), out.begin() + first, out.end());
+}
+
+void BpeTokenizer::encode(std::string_view text, std::vector<std::int32_t>& out) {
+  Gpt2PreTokenizer pre(text);
+  std::string_view piece;
+  while (pre.next(piece)) encode_piece(piece, out);
+}
+
+void BpeTokenizer::encode_chunked(std::string_view text, std::size_t chunk_tokens,
+                                  const std::function<void(std::span<const std::int32_t>)>& sink) {
+  std::vector<std::int32_t> buf;
+  Gpt2PreTokenizer pre(text);
+  std::string_view piece;
+  while (pre.next(piece)) {
+    encode_piece(piece, buf);
+    if (buf.size() >= chunk_tokens) {
+      sink(buf);
+      buf.clear();
+    }
+  }
+  if (!buf.empty()) sink(buf);
+}
+
+std::vector<std::int32_t> BpeTokenizer::encode(std::string_view text) {
+  std::vector<std::int32_t> out;
+  encode(text, out);
+  return out;
+}
+
+std::vector<std::int32_t> BpeTokenizer::encode_ref(std::string_view text) const {
+  std::vector<std::int32_t> out;
+  for (std::string_view piece : gpt2_pretokenize(text)) merge_ref(piece, out);
+  return out;
+}
+
+std::string BpeTokenizer::decode(std::span<const std::int32_t> ids) const {
+  std::string out;
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    const std::int32_t id = ids[i];
+    if (id < 0 || id >= vocab_size() || vocab_.tokens[id].empty())
+      fail_input("tokenizer {}: token id {} at index {} is not in the vocabulary of {}", vocab_.origin, id, i,
+                 vocab_size());
+    out += vocab_.tokens[id];
+  }
+  return out;
+}
+
+}  // namespace tz

@@ -1,0 +1,42 @@
+// tierzero's own single-precision matrix product (row-major), used by every product of the model:
+//   C (M x N) = alpha op(A) op(B) + beta C + bias     op(X) = X or X^T, bias a length-N row or null
+// with optional row sums of op(A) (the bias gradient of a linear layer comes out of its dW product).
+// Kernels for AVX-512, AVX2+FMA and portable C++ are built in and chosen at run time (the fastest
+// this CPU runs, or the one set_gemm_isa forces); threads come from the model's pool (parallel_for),
+// so the model runs one threading runtime. gemm_ref is the plain triple loop (fp64 sums) it is tested
+// against. Results do not depend on the thread count: each element of C is summed by one thread, in
+// the same order.
+#pragma once
+
+#include <string_view>
+
+namespace tz {
+
+enum class GemmIsa { portable, avx2, avx512 };
+std::string_view gemm_isa_name(GemmIsa isa);
+bool gemm_isa_supported(GemmIsa isa);  // this CPU runs it
+GemmIsa best_gemm_isa();
+GemmIsa active_gemm_isa();
+void set_gemm_isa(GemmIsa isa);  // InternalError if this CPU cannot run it
+
+struct GemmArgs {
+  bool trans_a = false;  // op(A) = A^T: A is stored K x M (lda >= M), else M x K (lda >= K)
+  bool trans_b = false;  // op(B) = B^T: B is stored N x K (ldb >= K), else K x N (ldb >= N)
+  int M = 0, N = 0, K = 0;
+  float alpha = 1.0f;
+  const float* A = nullptr;
+  int lda = 0;
+  const float* B = nullptr;
+  int ldb = 0;
+  float beta = 0.0f;  // 0: C is only written (it may hold anything, NaN included)
+  float* C = nullptr;
+  int ldc = 0;
+  const float* bias = nullptr;  // (N) added to every row, or null
+  float* a_row_sums = nullptr;  // (M) += sum over k of op(A)[m, k], or null
+  bool serial = false;          // run on the calling thread only (for products inside a parallel_for task)
+};
+
+void gemm(const GemmArgs& g);
+void gemm_ref(const GemmArgs& g);
+
+}  // namespace tz

@@ -1,0 +1,43 @@
+#include "train/weights_source.hpp"
+
+#include <filesystem>
+
+#include "checkpoint/weight_export.hpp"
+#include "core/error.hpp"
+#include "model/gpt_config.hpp"
+#include "train/exported_weights.hpp"
+
+namespace tz {
+
+ModelWeights read_checkpoint_weights(const std::string& dir) {
+  try {
+    return read_checkpoint_weights_flat(dir);
+  } catch (const InputError& e) {
+    fail_input("--weights {}: a directory, read as a tierzero checkpoint: {}", dir, e.what());
+  }
+}
+
+ModelWeights load_model_weights(const std::string& path, const std::optional<GptConfig>& model) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) return read_checkpoint_weights(path);
+  if (fs::exists(path + ".json", ec)) return read_parameter_file(path);
+  if (!fs::exists(path, ec)) fail_input("--weights {}: no such file (nor {}.json)", path, path);
+  if (fs::path(path).extension() == ".safetensors") {
+    if (model) return read_safetensors_gpt2(path, *model);
+    const fs::path beside = fs::path(path).parent_path() / "config.json";
+    if (!fs::exists(beside, ec))
+      fail_input(
+          "--weights {}: a safetensors file does not hold the model's shape (n_head): pass --model, or put "
+          "its config.json beside it",
+          path);
+    return read_safetensors_gpt2(path, GptConfig::load(beside.string()));
+  }
+  if (has_llmc_model_magic(path)) return read_llmc_model(path);
+  fail_input(
+      "--weights {}: not a parameter file (no {}.json beside it), checkpoint directory, .safetensors or "
+      "llm.c model file (magic {})",
+      path, path, kLlmcModelMagic);
+}
+
+}  // namespace tz

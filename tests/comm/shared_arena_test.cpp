@@ -1,0 +1,207 @@
+// The shared-memory arena (comm/shared_arena.cpp): nothing stays in /dev/shm, whether set-up
+// succeeds, times out, or the world is aborted in the middle of it, or a rank fails before its
+// first collective; the start-up sweep removes segments of dead processes only; and all four
+// shared-memory collectives interleaved on one arena (tiny staging buffers, many rounds, buffer
+// reuse across kinds) give exact results, with and without injected delays.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "comm/algorithms.hpp"
+#include "comm/shared_arena.hpp"
+#include "comm/thread_world.hpp"
+#include "comm/transport/thread_transport.hpp"
+#include "core/counter_rng.hpp"
+#include "core/error.hpp"
+#include "support/shared_arena_harness.hpp"
+
+namespace tz {
+namespace {
+
+using test::on_arena;
+
+// This process's segments (every rank of a thread world is this process).
+std::vector<std::string> our_segments() {
+  std::vector<std::string> out;
+  const std::string prefix = "tierzero-" + std::to_string(getpid()) + "-";
+  for (const auto& e : std::filesystem::directory_iterator("/dev/shm"))
+    if (e.path().filename().string().starts_with(prefix)) out.push_back(e.path().filename().string());
+  return out;
+}
+
+// Runs open() on ranks 0..n-1 except those for which `joins` is false; returns each rank's error.
+std::vector<std::string> open_on(int n, double timeout_s, const std::function<bool(int)>& joins,
+                                 const std::function<void(const ThreadWorldHandle&, int)>& instead = {}) {
+  ThreadWorldHandle world = make_thread_world(n);
+  std::vector<std::string> errors(n);
+  std::vector<std::thread> threads;
+  const std::string group = "world";
+  for (int r = 0; r < n; ++r)
+    threads.emplace_back([&, r] {
+      if (!joins(r)) {
+        if (instead) instead(world, r);
+        return;
+      }
+      try {
+        Workspace ws;
+        Collective c(*world.transports[r], ws, "all_to_all", group, 1, timeout_s, 1 << 20);
+        auto arena = SharedArena::open(c, 1 << 16);
+        if (arena == nullptr) errors[r] = "no arena";
+      } catch (const std::exception& e) {
+        errors[r] = e.what();
+      }
+    });
+  for (auto& t : threads) t.join();
+  return errors;
+}
+
+TEST(SharedArena, UnlinkedOnceEveryRankHasMappedIt) {
+  for (int n : {1, 2, 3, 8}) {
+    on_arena(n, 256, 20, [](int, Collective& c, SharedArena& arena) {
+      // Every rank has returned from open(): the name must already be gone, the memory still shared.
+      EXPECT_EQ(our_segments(), std::vector<std::string>{});
+      std::vector<std::byte> buf(1000, std::byte{7});
+      broadcast_shared(c, arena, buf.data(), buf.size(), 0);
+    });
+  }
+}
+
+TEST(SharedArena, NothingLeftWhenARankNeverJoinsSetUp) {
+  for (int absent : {0, 1, 2}) {
+    const auto errors = open_on(3, 0.3, [&](int r) { return r != absent; });
+    for (int r = 0; r < 3; ++r) {
+      if (r == absent) continue;
+      EXPECT_NE(errors[r].find("timed out after 0.3 s"), std::string::npos) << errors[r];
+    }
+    EXPECT_EQ(our_segments(), std::vector<std::string>{}) << "absent rank " << absent;
+  }
+}
+
+TEST(SharedArena, NothingLeftWhenTheDeadlineHasAlreadyPassed) {
+  for (int n : {2, 4}) {
+    open_on(n, 0.0, [](int) { return true; });  // every wait times out at once (or just completes)
+    EXPECT_EQ(our_segments(), std::vector<std::string>{}) << n << " ranks";
+  }
+}
+
+TEST(SharedArena, NothingLeftWhenTheWorldIsAbortedDuringSetUp) {
+  const auto errors = open_on(
+      3, 30, [](int r) { return r != 1; },
+      [](const ThreadWorldHandle& world, int) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));  // the others are in set-up
+        world.abort("rank 1 failed");
+      });
+  for (int r : {0, 2}) EXPECT_NE(errors[r].find("aborted: rank 1 failed"), std::string::npos) << errors[r];
+  EXPECT_EQ(our_segments(), std::vector<std::string>{});
+}
+
+TEST(SharedArena, NothingLeftWhenARankFailsBeforeItsFirstCollective) {
+  for (int failing : {0, 2}) {
+    EXPECT_THROW(run_thread_world(4,
+                                  [&](Communicator& comm) {
+                                    if (comm.rank() == failing) throw InputError("bad input on this rank");
+                                    std::vector<float> x(4 * 4), y(4 * 4);
+                                    comm.all_to_all(x.data(), y.data(), 4, DType::f32).wait();
+                                  }),
+                 InputError);
+    EXPECT_EQ(our_segments(), std::vector<std::string>{}) << "failing rank " << failing;
+  }
+}
+
+// A pid that no process has now: a child that has exited and been reaped.
+pid_t dead_pid() {
+  const pid_t child = fork();
+  if (child == 0) _exit(0);
+  int status = 0;
+  waitpid(child, &status, 0);
+  return child;
+}
+
+void create_segment(const std::string& name) {
+  const int fd = shm_open(("/" + name).c_str(), O_CREAT | O_RDWR, 0600);
+  ASSERT_GE(fd, 0) << name;
+  close(fd);
+}
+
+bool segment_exists(const std::string& name) {
+  return std::filesystem::exists("/dev/shm/" + name);
+}
+
+TEST(SharedArena, SweepRemovesSegmentsOfDeadProcessesOnly) {
+  const std::string dead = "tierzero-" + std::to_string(dead_pid()) + "-0-0badc0de";
+  const std::string alive = "tierzero-" + std::to_string(getpid()) + "-4242-00000000";
+  const std::string not_a_pid = "tierzero-x1-0-00000000";
+  const std::string other_program = "othertool-" + std::to_string(dead_pid()) + "-0";
+  for (const auto& n : {dead, alive, not_a_pid, other_program}) create_segment(n);
+  const std::vector<std::string> removed = sweep_stale_shared_segments();
+  EXPECT_NE(std::find(removed.begin(), removed.end(), dead), removed.end());
+  EXPECT_FALSE(segment_exists(dead));
+  for (const auto& n : {alive, not_a_pid, other_program}) {
+    EXPECT_TRUE(segment_exists(n)) << n;
+    EXPECT_EQ(std::find(removed.begin(), removed.end(), n), removed.end()) << n;
+    shm_unlink(("/" + n).c_str());
+  }
+}
+
+// A seeded sequence of collectives, the same on every rank: kind, sizes and root vary, so staging
+// buffers are reused across kinds (a broadcast writes every rank's buffer of its round's parity).
+void mixed_collectives(int r, Collective& c, SharedArena& arena, int p) {
+  for (int step = 0; step < 40; ++step) {
+    const std::uint64_t h = splitmix64(std::uint64_t(step) * 7919 + p);
+    const int kind = int(h % 4);
+    const std::size_t count = (h >> 8) % 50;  // floats per block
+    const int root = int((h >> 20) % p);
+    const std::size_t block = count * 4;
+    const std::vector<std::size_t> off = uniform_block_offsets(block, p);
+    std::vector<float> send(count * p), recv(count * p, -1.f);
+    auto value = [&](int q, std::size_t i) { return float(q * 1000 + int(i) + step); };
+    for (std::size_t i = 0; i < send.size(); ++i) send[i] = value(r, i);
+    auto* s = reinterpret_cast<std::byte*>(send.data());
+    auto* d = reinterpret_cast<std::byte*>(recv.data());
+    if (kind == 0) {
+      all_gather_shared(c, arena, s, d, off);  // own block = first `count` of send
+      for (int q = 0; q < p; ++q)
+        for (std::size_t i = 0; i < count; ++i)
+          ASSERT_EQ(recv[q * count + i], value(q, i)) << "all_gather step " << step << " rank " << r;
+    } else if (kind == 1) {
+      all_to_all_shared(c, arena, s, off, d, off, block);
+      for (int q = 0; q < p; ++q)
+        for (std::size_t i = 0; i < count; ++i)
+          ASSERT_EQ(recv[q * count + i], value(q, r * count + i))
+              << "all_to_all step " << step << " rank " << r;
+    } else if (kind == 2) {
+      broadcast_shared(c, arena, s, block * p, root);
+      for (std::size_t i = 0; i < send.size(); ++i)
+        ASSERT_EQ(send[i], value(root, i)) << "broadcast step " << step << " rank " << r;
+    } else {
+      reduce_scatter_shared(c, arena, s, d, off, DType::f32);
+      for (std::size_t i = 0; i < count; ++i) {
+        float sum = 0;
+        for (int q = 0; q < p; ++q) sum += value(q, r * count + i);
+        ASSERT_EQ(recv[i], sum) << "reduce_scatter step " << step << " rank " << r;
+      }
+    }
+  }
+}
+
+TEST(SharedArena, FourCollectivesInterleavedOnOneArena) {
+  for (int n : {2, 3, 5, 8})
+    on_arena(n, 64, 20, [n](int r, Collective& c, SharedArena& a) { mixed_collectives(r, c, a, n); });
+}
+
+TEST(SharedArena, FourCollectivesInterleavedOnOneArenaUnderDelays) {
+  for (int n : {2, 3, 8})
+    on_arena(
+        n, 64, 30, [n](int r, Collective& c, SharedArena& a) { mixed_collectives(r, c, a, n); },
+        DelayInjection{.seed = std::uint64_t(n), .max_us = 300});
+}
+
+}  // namespace
+}  // namespace tz

@@ -1,0 +1,28 @@
+# `plan --emit-config` handed to `train --config`: the block the planner prints is a configuration
+# train accepts, and the run it builds is the plan that was emitted (its name and placements).
+#   cmake -DPLAN=<list> -DTRAIN=<list> -DFILE=<path> -P emit_then_train.cmake
+# PLAN prints the block (stdout is written to FILE); TRAIN runs with @FILE@ replaced by FILE.
+cmake_minimum_required(VERSION 3.25)
+execute_process(COMMAND ${PLAN} RESULT_VARIABLE rc OUTPUT_FILE ${FILE} ERROR_VARIABLE err TIMEOUT 120)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "plan --emit-config: exit code ${rc}\n${err}")
+endif()
+file(READ ${FILE} block)
+string(JSON name GET "${block}" tierzero plan_name)
+string(JSON w_fwd GET "${block}" tierzero W_fwd)
+string(JSON o GET "${block}" tierzero O)
+string(REPLACE "@FILE@" "${FILE}" cmd "${TRAIN}")
+execute_process(COMMAND ${cmd} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 300)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "train --config ${FILE}: exit code ${rc}\n${out}\n${err}")
+endif()
+string(FIND "${out}" "plan ${name} on topology" at)
+if(at LESS 0)
+  message(FATAL_ERROR "train did not build plan '${name}'\n${out}")
+endif()
+string(REGEX MATCH "W_fwd +${w_fwd} " wf "${out}")
+string(REGEX MATCH "O +${o} " oo "${out}")
+if(NOT wf OR NOT oo)
+  message(FATAL_ERROR "train's plan does not place W_fwd on ${w_fwd} and O on ${o}\n${out}")
+endif()
+message(STATUS "emitted plan '${name}' built by train")
