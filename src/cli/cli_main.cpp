@@ -31,10 +31,10 @@ int run_cli(int argc, const char* const* argv) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     // The same command line on every rank gives the same error: the first rank says it.
-    if (launch_rank() == 0)
-      fmt::print(stderr, "tierzero: error: {} (see tierzero {}--help)\n", e.what(),
-                 argc > 1 && argv[1][0] != '-' ? fmt::format("{} ", argv[1]) : "");
-    return kExitBadInput;
+    return report_before_world(
+        {.code = kExitBadInput,
+         .message = fmt::format("error: {} (see tierzero {}--help)", e.what(),
+                                argc > 1 && argv[1][0] != '-' ? fmt::format("{} ", argv[1]) : "")});
   }
   try {
     for (auto& [sub, run] : runs) {

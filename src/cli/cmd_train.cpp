@@ -337,8 +337,7 @@ int run_train(const TrainArgs& a) {
     faults = build_config(a);
   } catch (...) {
     // The same command line on every rank gives the same error: the first rank says it.
-    const ExitReport r = report_current_exception();
-    return launch_rank() == 0 ? print_exit_report(r) : r.code;
+    return report_before_world(report_current_exception());
   }
   install_stop_signal_handlers();  // SIGINT/SIGTERM: every rank stops at the next step boundary
   return run_on_world({.topology = a.topology,

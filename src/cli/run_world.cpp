@@ -3,8 +3,10 @@
 #include <fmt/format.h>
 #include <mpi.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <map>
+#include <thread>
 #include <vector>
 
 #include "cli/exit_codes.hpp"
@@ -21,6 +23,8 @@ namespace {
 
 // How long failing ranks wait for each other before each reports alone and aborts the job.
 constexpr double kFailureAgreementSeconds = 5.0;
+// How long a rank other than 0 waits, before the world exists, for rank 0 to report the same error.
+constexpr double kLeadReportGraceSeconds = 5.0;
 
 int env_int(std::initializer_list<const char*> names, int fallback) {
   for (const char* n : names)
@@ -103,6 +107,14 @@ int report_failure(Communicator& channel, const ExitReport& r) {
 
 int launch_rank() {
   return env_int({"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID"}, 0);
+}
+
+int report_before_world(const ExitReport& report) {
+  const int rank = launch_rank();
+  if (rank == 0) return print_exit_report(report);
+  std::this_thread::sleep_for(std::chrono::duration<double>(kLeadReportGraceSeconds));
+  return print_exit_report(
+      {.code = report.code, .message = fmt::format("rank {}: {}", rank, report.message)});
 }
 
 int launch_local_size() {

@@ -24,6 +24,8 @@
 #include <functional>
 #include <string>
 
+#include "cli/exit_codes.hpp"
+
 #include "comm/mesh.hpp"
 
 namespace tz::cli {
@@ -48,6 +50,12 @@ int run_on_world(const WorldOptions& options, const std::function<void(Mesh&)>& 
 // This process's rank as its launcher tells it (Open MPI, PMI, PMIx, Slurm), 0 without a launcher.
 // Known before MPI starts: messages that depend only on the command line are printed by rank 0.
 int launch_rank();
+// Reports an error that every rank meets before the world exists (the same command line, the same
+// files) and returns its exit code. Rank 0 prints it at once. Another rank first waits a short
+// grace period: the launcher ends the job as soon as one rank fails, so a rank that fails first
+// and exits at once would cut rank 0 off before its line is printed. A rank still alive after
+// the grace period (rank 0 did not fail: its inputs differ) prints the error with its rank.
+int report_before_world(const ExitReport& report);
 // Ranks on this host as the launcher tells it (1 without one).
 int launch_local_size();
 

@@ -6,6 +6,9 @@
 #include <fmt/ranges.h>
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <cstdlib>
+
 #include "cli_test_util.hpp"
 #include "support/scratch_dir.hpp"
 
@@ -62,6 +65,26 @@ TEST(CliInputs, HelpShowsTheDefaultsThatRun) {
   for (const char* shown : {"--micro-batch,--batch INT=1", "--grad-accum,--accumulation INT=1",
                             "--prefetch INT=1", "--collectives"})
     EXPECT_NE(plan.out.find(shown), std::string::npos) << shown << "\n" << plan.out;
+}
+
+// Under a launcher, a rank other than 0 that fails before the world exists gives rank 0 time to
+// report first (the launcher ends the job when one rank exits with an error); still alive after
+// that, it reports the error itself, naming its rank. Rank 0 reports at once, without a rank.
+TEST(CliInputs, AnotherRankFailingBeforeTheWorldWaitsForRankZeroThenNamesItself) {
+  ASSERT_EQ(setenv("OMPI_COMM_WORLD_RANK", "2", 1), 0);
+  const auto start = std::chrono::steady_clock::now();
+  const test::CliResult other = test::run_cli({"train", "--steps", "0"});
+  const double waited_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ASSERT_EQ(unsetenv("OMPI_COMM_WORLD_RANK"), 0);
+  EXPECT_EQ(other.code, 2);
+  EXPECT_GE(waited_s, 4.5);
+  EXPECT_NE(other.err.find("tierzero: rank 2: error: --steps 0: must be an integer"), std::string::npos)
+      << other.err;
+  const auto lead_start = std::chrono::steady_clock::now();
+  const test::CliResult lead = test::run_cli({"train", "--steps", "0"});
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - lead_start).count(), 4.5);
+  EXPECT_EQ(lead.code, 2);
+  EXPECT_NE(lead.err.find("tierzero: error: --steps 0"), std::string::npos) << lead.err;
 }
 
 }  // namespace
