@@ -13,7 +13,8 @@
 #      DeepSpeed port; tierzero's presets as tierzero runs them are shown for contrast;
 #   3. sensitivity to what the paper leaves open (its three-level assignment, micro-batch,
 #      accumulation, its ZeRO++ port's overlap, kernel efficiency and per-call overhead): which
-#      values reproduce the ratios within 15%;
+#      values reproduce the ratios within 15%; then what the paper's figures imply: each system's
+#      unhidden communication at 384 GCDs beside all its collectives priced from RCCL's busbw;
 #   4. the other published figures named in docs/cost_model.md, and why they are or are not predicted.
 # Usage: bash scripts/validate_published.sh [path/to/tierzero]   (default: build/tierzero; ~30 s)
 set -euo pipefail
@@ -162,6 +163,42 @@ for dim, values in dims.items():
 best_overlap = [x for x in results if x[1]["overlap"] and x[1]["overhead"] == 0 and x[1]["link"] == 1.0]
 err, kw, rr = best_overlap[0]
 print(f"   closest with DeepSpeed's overlap, no per-call overhead and benchmarked links: {describe(kw)} {fmt_ratios(rr)}")
+
+# What the paper's figures imply, against what the measured collectives allow. Anchor: the model's
+# own three-level step at 8 GCDs (one node: compute and the node's links, which the 1-node RCCL
+# row measures). The paper's efficiency and ratios then give each system's step at 384 GCDs; less
+# the model's compute, quantization kernels and optimizer (the same work on every system), that
+# leaves the time the paper's runs spent on communication nobody hid. Beside it: everything the
+# system's collectives take at 384 GCDs priced from the measured RCCL curves with nothing hidden
+# (--no-overlap, the boundary exposed). Their ratio is how much slower than RCCL's benchmarked
+# busbw the paper's communication must have run, at the least, for its figures to hold.
+tn, _ = sweep(overlap=False)
+tl8 = t[("three-level", 8)]["step_s"]
+implied = {"three-level": tl8 / PAPER["efficiency"]}
+implied["zeropp"] = implied["three-level"] * PAPER["three-level/zeropp"]
+implied["zero3"] = implied["zeropp"] * PAPER["zeropp/zero3"]
+print("   what the paper's figures imply at 384 GCDs (anchored on the model's three-level step at 8 GCDs,"
+      f" {tl8:.3f} s), documented inputs:")
+print(f"   {'system':<12} {'implied step s':>14} {'work s':>8} {'implied comm s':>15} {'RCCL comm s, none hidden':>25}"
+      f" {'slower by':>10}")
+for plan in ("zero3", "zeropp", "three-level"):
+    pt, pn = t[(plan, 384)], tn[(plan, 384)]
+    work = pt["compute_s"] + pt["kernel_s"] + pt["optimizer_s"]
+    raw = pn["step_s"] - (pn["compute_s"] + pn["kernel_s"] + pn["optimizer_s"])
+    need = implied[plan] - work
+    verdict = (f"its communication ran {need / raw:.1f}x slower than RCCL's busbw allows with nothing hidden"
+               if need > raw else f"it hid at least {100 * (1 - need / raw):.0f}% of its collectives' time")
+    print(f"   {plan:<12} {implied[plan]:>14.3f} {work:>8.3f} {need:>15.3f} {raw:>25.3f} {need / raw:>9.2f}x  {verdict}")
+documented = {"tl": "three-level", "mb": 1, "acc": 1, "overlap": True, "eff": 0.8, "overhead": 0,
+              "boundary": "exposed", "link": 1.0}
+forced = [(dim, next(iter(vals))) for dim in dims
+          for vals in [{str(x[1][dim]) for x in ok}] if len(vals) == 1 and next(iter(vals)) != str(documented[dim])]
+print("   Where the factor is above 1, no assumption about overlap reaches the paper's figure for that")
+print("   system: its time is spent outside what the benchmarked network needs (the port's launches,")
+print("   allocator, synchronization or kernels, none of them published). The sensitivity above mimics it")
+print("   only by moving documented inputs: every reproducing combination has " +
+      (", ".join(f"{d} {v}" for d, v in forced) if forced else "nothing in common") +
+      (" (documented: " + ", ".join(f"{d} {documented[d]}" for d, _ in forced) + ")." if forced else "."))
 
 # ---------------------------------------------------------------- 4. other published results
 print("\n== 4. other published results")
