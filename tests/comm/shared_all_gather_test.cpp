@@ -5,13 +5,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <thread>
 #include <vector>
 
 #include "comm/algorithms.hpp"
 #include "comm/shared_arena.hpp"
-#include "comm/transport/thread_transport.hpp"
-#include "core/error.hpp"
 #include "support/shared_arena_harness.hpp"
 
 namespace tz {
@@ -46,25 +43,12 @@ TEST(SharedAllGather, UnevenBlocksManyRoundsManyCollectives) {
 }
 
 TEST(SharedAllGather, RankThatNeverPublishesIsNamedAtTheDeadline) {
-  std::vector<std::string> errors(3);
-  ThreadWorldHandle world = make_thread_world(3);
-  std::vector<std::thread> threads;
-  for (int r = 0; r < 3; ++r)
-    threads.emplace_back([&, r] {
-      Workspace ws;
-      const std::string group = "world";
-      Collective c(*world.transports[r], ws, "all_gather", group, 2, 0.3, 1 << 20);
-      auto arena = SharedArena::open(c, 256);
-      if (r == 1) return;  // opened the arena, then skips the all-gather
-      std::vector<std::size_t> offsets = {0, 8, 16, 24};
-      std::vector<std::byte> out(24), own(8);
-      try {
-        all_gather_shared(c, *arena, own.data(), out.data(), offsets);
-      } catch (const CommError& e) {
-        errors[r] = e.what();
-      }
-    });
-  for (auto& t : threads) t.join();
+  const std::vector<std::string> errors =
+      test::errors_with_an_absent_rank("all_gather", 2, 1, [](int, Collective& c, SharedArena& arena) {
+        std::vector<std::size_t> offsets = {0, 8, 16, 24};
+        std::vector<std::byte> out(24), own(8);
+        all_gather_shared(c, arena, own.data(), out.data(), offsets);
+      });
   for (int r : {0, 2}) {
     EXPECT_NE(errors[r].find("all_gather on group 'world' (seq 2"), std::string::npos) << errors[r];
     EXPECT_NE(errors[r].find("timed out after 0.3 s; not arrived: world rank(s) {1}"), std::string::npos)

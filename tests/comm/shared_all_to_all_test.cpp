@@ -5,13 +5,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <thread>
 #include <vector>
 
 #include "comm/algorithms.hpp"
 #include "comm/shared_arena.hpp"
-#include "comm/transport/thread_transport.hpp"
-#include "core/error.hpp"
 #include "support/shared_arena_harness.hpp"
 
 namespace tz {
@@ -79,25 +76,12 @@ TEST(SharedAllToAll, CountZeroMovesNothing) {
 }
 
 TEST(SharedAllToAll, RankThatNeverPublishesIsNamedAtTheDeadline) {
-  std::vector<std::string> errors(3);
-  ThreadWorldHandle world = make_thread_world(3);
-  std::vector<std::thread> threads;
-  for (int r = 0; r < 3; ++r)
-    threads.emplace_back([&, r] {
-      Workspace ws;
-      const std::string group = "world";
-      Collective c(*world.transports[r], ws, "all_to_all", group, 2, 0.3, 1 << 20);
-      auto arena = SharedArena::open(c, 256);
-      if (r == 1) return;  // opened the arena, then skips the all-to-all
-      const std::vector<std::size_t> off = {0, 8, 16, 24};
-      std::vector<std::byte> send(24), recv(24);
-      try {
-        all_to_all_shared(c, *arena, send.data(), off, recv.data(), off, 8);
-      } catch (const CommError& e) {
-        errors[r] = e.what();
-      }
-    });
-  for (auto& t : threads) t.join();
+  const std::vector<std::string> errors =
+      test::errors_with_an_absent_rank("all_to_all", 2, 1, [](int, Collective& c, SharedArena& arena) {
+        const std::vector<std::size_t> off = {0, 8, 16, 24};
+        std::vector<std::byte> send(24), recv(24);
+        all_to_all_shared(c, arena, send.data(), off, recv.data(), off, 8);
+      });
   for (int r : {0, 2}) {
     EXPECT_NE(errors[r].find("all_to_all on group 'world' (seq 2"), std::string::npos) << errors[r];
     EXPECT_NE(errors[r].find("timed out after 0.3 s; not arrived: world rank(s) {1}"), std::string::npos)

@@ -8,6 +8,8 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <cstdint>
+#include <functional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -17,6 +19,7 @@
 #include "comm/shared_arena.hpp"
 #include "comm/transport/delay_transport.hpp"
 #include "comm/transport/thread_transport.hpp"
+#include "core/error.hpp"
 
 namespace tz::test {
 
@@ -48,6 +51,33 @@ void on_arena(int n, std::size_t slot_bytes, double timeout_s, Fn fn, DelayInjec
     });
   for (auto& t : threads) t.join();
   for (int r = 0; r < n; ++r) EXPECT_EQ(errors[r], "") << "n " << n << " rank " << r;
+}
+
+// A collective `op` (sequence number `seq`, 0.3 s deadline) on 3 thread ranks over arenas of 256
+// bytes, where rank `absent` opens the arena and then skips the collective: fn(rank, collective,
+// arena) runs on the others, and what each of them threw (a CommError at the deadline) is returned
+// by rank ("" for the absent rank or one that did not throw).
+inline std::vector<std::string> errors_with_an_absent_rank(
+    const std::string& op, std::uint64_t seq, int absent,
+    const std::function<void(int, Collective&, SharedArena&)>& fn) {
+  std::vector<std::string> errors(3);
+  ThreadWorldHandle world = make_thread_world(3);
+  std::vector<std::thread> threads;
+  const std::string group = "world";
+  for (int r = 0; r < 3; ++r)
+    threads.emplace_back([&, r] {
+      Workspace ws;
+      Collective c(*world.transports[r], ws, op, group, seq, 0.3, 1 << 20);
+      auto arena = SharedArena::open(c, 256);
+      if (r == absent) return;
+      try {
+        fn(r, c, *arena);
+      } catch (const CommError& e) {
+        errors[r] = e.what();
+      }
+    });
+  for (auto& t : threads) t.join();
+  return errors;
 }
 
 }  // namespace tz::test
