@@ -17,32 +17,9 @@ namespace {
 
 using test::RunSpec;
 
-struct Outcome {
-  std::vector<EngineStep> steps;  // rank 0's
-  std::vector<float> params;      // rank 0's gathered master weights
-};
-
-Outcome run(const Topology& topo, const PartitionPlan& plan, const std::vector<std::int32_t>& tokens,
-            const RunSpec& s, const CommOptions& comm) {
-  Outcome out;
-  std::mutex mu;
-  run_thread_mesh(
-      topo,
-      [&](Mesh& mesh) {
-        ShardedEngine engine(mesh, test::tiny_gpt(), plan, test::engine_options(s));
-        DataLoader loader(tokens, s.micro_batch, s.seq, mesh.world().rank(), mesh.world().size(), s.seed);
-        std::vector<EngineStep> steps;
-        for (int i = 0; i < s.steps; ++i)
-          steps.push_back(engine.step([&](std::int32_t* in, std::int32_t* tg) { loader.next(in, tg); }));
-        std::vector<float> params = engine.gather_master_params();
-        if (mesh.world().rank() == 0) {
-          std::lock_guard lock(mu);
-          out.steps = std::move(steps);
-          out.params = std::move(params);
-        }
-      },
-      comm);
-  return out;
+test::EngineRun run(const Topology& topo, const PartitionPlan& plan, const std::vector<std::int32_t>& tokens,
+                    const RunSpec& s, const CommOptions& comm) {
+  return test::run_engine(topo, plan, test::tiny_gpt(), tokens, s, test::engine_options(s), comm);
 }
 
 class EngineDelayInjection : public ::testing::TestWithParam<int> {};
@@ -64,7 +41,8 @@ TEST_P(EngineDelayInjection, EveryPresetBitwiseUnchanged) {
     o.micro_batch_size = spec.micro_batch;
     o.grad_accum_steps = spec.grad_accum;
     plan = plan.with_options(o);
-    const Outcome a = run(topo, plan, tokens, spec, plain), b = run(topo, plan, tokens, spec, delayed);
+    const test::EngineRun a = run(topo, plan, tokens, spec, plain),
+                          b = run(topo, plan, tokens, spec, delayed);
     const std::string what = name + " on " + std::to_string(world) + " ranks";
     ASSERT_EQ(a.steps.size(), b.steps.size()) << what;
     for (std::size_t i = 0; i < a.steps.size(); ++i) {

@@ -65,30 +65,8 @@ PartitionPlan with_run_options(PartitionPlan p, const RunSpec& s, DTypeMode mode
   return p.with_options(o);
 }
 
-struct EngineRun {
-  std::vector<EngineStep> steps;  // rank 0's
-  std::vector<float> params;      // rank 0's gathered master weights
-};
-
-EngineRun run_engine(const Topology& topo, const PartitionPlan& plan, const GptConfig& config,
-                     const std::vector<std::int32_t>& tokens, const RunSpec& s, EngineOptions opts) {
-  EngineRun out;
-  std::mutex mu;
-  run_thread_mesh(topo, [&](Mesh& mesh) {
-    ShardedEngine engine(mesh, config, plan, opts);
-    DataLoader loader(tokens, s.micro_batch, s.seq, mesh.world().rank(), mesh.world().size(), s.seed);
-    std::vector<EngineStep> steps;
-    for (int i = 0; i < s.steps; ++i)
-      steps.push_back(engine.step([&](std::int32_t* in, std::int32_t* tg) { loader.next(in, tg); }));
-    std::vector<float> params = engine.gather_master_params();
-    if (mesh.world().rank() == 0) {
-      std::lock_guard lock(mu);
-      out.steps = std::move(steps);
-      out.params = std::move(params);
-    }
-  });
-  return out;
-}
+using test::EngineRun;
+using test::run_engine;
 
 // Relative tolerances: per-step loss, per-step gradient norm, final parameters (normalized error).
 void expect_parity(const EngineRun& got, const test::ReferenceRun& ref, double loss_tol, double param_tol,

@@ -50,14 +50,7 @@ TEST(EngineQgz, ReducedGradientIsTheExactOneWithinInt4Rounding) {
   for (int world : {4, 8}) {
     const Topology topo = test::topology_for_world(world);
     auto plan_with = [&](bool qgz) {
-      PartitionPlan p = PartitionPlan::preset("zeropp", topo);
-      PlanOptions o = p.options();
-      o.dtype_mode = DTypeMode::fp32;
-      o.micro_batch_size = spec.micro_batch;
-      o.qwz = false;
-      o.qgz = qgz;
-      o.quant_block = 32;
-      return p.with_options(o);
+      return test::fp32_quantized_plan("zeropp", topo, spec.micro_batch, /*qwz=*/false, qgz);
     };
     const std::vector<float> exact = first_moments(topo, plan_with(false), config, tokens, spec);
     const std::vector<float> quantized = first_moments(topo, plan_with(true), config, tokens, spec);

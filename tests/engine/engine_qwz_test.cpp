@@ -65,14 +65,7 @@ TEST(EngineQwz, FirstStepLossIsTheSingleProcessOnQuantizedWeights) {
   for (int world : {3, 8}) {
     const Topology topo = test::topology_for_world(world);
     auto plan_with = [&](bool qwz) {
-      PartitionPlan p = PartitionPlan::preset("zero3", topo);
-      PlanOptions o = p.options();
-      o.dtype_mode = DTypeMode::fp32;
-      o.micro_batch_size = spec.micro_batch;
-      o.qwz = qwz;
-      o.qgz = false;
-      o.quant_block = 32;
-      return p.with_options(o);
+      return test::fp32_quantized_plan("zero3", topo, spec.micro_batch, qwz, /*qgz=*/false);
     };
     const PartitionPlan quantized = plan_with(true);
     const double engine_q = first_step_loss(topo, quantized, config, tokens, spec);

@@ -7,9 +7,12 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <mutex>
 #include <random>
+#include <string>
 #include <vector>
 
+#include "comm/thread_world.hpp"
 #include "data/data_loader.hpp"
 #include "engine/sharded_engine.hpp"
 #include "topology/topology.hpp"
@@ -121,6 +124,51 @@ inline double normalized_error(const std::vector<float>& a, const std::vector<fl
     den += double(b[i]) * b[i];
   }
   return std::sqrt(num / std::max(den, 1e-30));
+}
+
+// Preset `name` on `topo` in fp32 with the given quantization and 32-element quantization blocks
+// (small enough that the tiny model's ranges take the quantized paths).
+inline PartitionPlan fp32_quantized_plan(const std::string& name, const Topology& topo, int micro_batch,
+                                         bool qwz, bool qgz) {
+  PartitionPlan p = PartitionPlan::preset(name, topo);
+  PlanOptions o = p.options();
+  o.dtype_mode = DTypeMode::fp32;
+  o.micro_batch_size = micro_batch;
+  o.qwz = qwz;
+  o.qgz = qgz;
+  o.quant_block = 32;
+  return p.with_options(o);
+}
+
+// What rank 0 saw of an engine run on a thread world of `topo`: its steps and the gathered master
+// weights at the end.
+struct EngineRun {
+  std::vector<EngineStep> steps;
+  std::vector<float> params;
+};
+
+inline EngineRun run_engine(const Topology& topo, const PartitionPlan& plan, const GptConfig& config,
+                            const std::vector<std::int32_t>& tokens, const RunSpec& s,
+                            const EngineOptions& opts, const CommOptions& comm = {}) {
+  EngineRun out;
+  std::mutex mu;
+  run_thread_mesh(
+      topo,
+      [&](Mesh& mesh) {
+        ShardedEngine engine(mesh, config, plan, opts);
+        DataLoader loader(tokens, s.micro_batch, s.seq, mesh.world().rank(), mesh.world().size(), s.seed);
+        std::vector<EngineStep> steps;
+        for (int i = 0; i < s.steps; ++i)
+          steps.push_back(engine.step([&](std::int32_t* in, std::int32_t* tg) { loader.next(in, tg); }));
+        std::vector<float> params = engine.gather_master_params();
+        if (mesh.world().rank() == 0) {
+          std::lock_guard lock(mu);
+          out.steps = std::move(steps);
+          out.params = std::move(params);
+        }
+      },
+      comm);
+  return out;
 }
 
 }  // namespace tz::test
