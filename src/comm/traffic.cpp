@@ -27,6 +27,11 @@ TrafficByKey TrafficLedger::snapshot_by_kind() const {
   return by_kind_;
 }
 
+TrafficSnapshot TrafficLedger::snapshot_both() const {
+  std::lock_guard lock(mu_);
+  return {by_tier_, by_kind_};
+}
+
 TrafficByKey TrafficLedger::difference(TrafficByKey now, const TrafficByKey& earlier) {
   for (auto& [tier, t] : now) {
     auto it = earlier.find(tier);

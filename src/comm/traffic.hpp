@@ -27,6 +27,12 @@ struct TierTraffic {
 
 using TrafficByKey = std::map<std::string, TierTraffic>;
 
+// The ledger by tier and by kind at one instant (taken under one lock, so a collective recorded
+// meanwhile is in both or in neither, and the two always hold the same total time).
+struct TrafficSnapshot {
+  TrafficByKey by_tier, by_kind;
+};
+
 // Per-process ledger, keyed by tier label ("gcd", "node", "system", "world", ...) and, apart, by
 // collective kind ("all_gather", ...). Thread-safe: the progress thread of a communicator records
 // while the caller may read.
@@ -35,6 +41,7 @@ class TrafficLedger {
   void record(const std::string& tier, CollectiveKind kind, double bytes, double seconds);
   TrafficByKey snapshot() const;
   TrafficByKey snapshot_by_kind() const;
+  TrafficSnapshot snapshot_both() const;
   // Difference between now and an earlier snapshot (e.g. the traffic of one training step).
   TrafficByKey since(const TrafficByKey& earlier) const { return difference(snapshot(), earlier); }
   TrafficByKey since_by_kind(const TrafficByKey& earlier) const {

@@ -53,8 +53,7 @@ ShardedEngine::ShardedEngine(Mesh& mesh, const GptConfig& config, const Partitio
   // Sub-communicators are created collectively: make every one the step uses now, in one order.
   for (int t = 0; t < topo.num_tiers(); ++t) mesh.tier(t);
   for (const auto& c : schedule_->collectives()) mesh.prepare(c.plan, c.request.tiers);
-  ledger_tiers_ = mesh.ledger().snapshot();
-  ledger_kinds_ = mesh.ledger().snapshot_by_kind();
+  ledger_ = mesh.ledger().snapshot_both();
 }
 
 ShardedEngine::~ShardedEngine() {
@@ -142,12 +141,12 @@ EngineStep ShardedEngine::step(const BatchFn& next_batch) {
   out.gflops = accum * training_step_flops(model_.config(), model_.batch(), model_.seq()) / out.seconds / 1e9;
   out.exposed_gather_s = source_->exposed_gather_seconds() - exposed0;
   out.traffic = issuer_->take_traffic();
-  const TrafficByKey tiers = mesh_.ledger().snapshot(), kinds = mesh_.ledger().snapshot_by_kind();
-  for (const auto& [label, t] : TrafficLedger::difference(tiers, ledger_tiers_))
+  // One snapshot of both views: a refresh completing on a progress thread lands in both or neither.
+  const TrafficSnapshot now = mesh_.ledger().snapshot_both();
+  for (const auto& [label, t] : TrafficLedger::difference(now.by_tier, ledger_.by_tier))
     if (auto it = out.traffic.find(label); it != out.traffic.end()) it->second.seconds = t.seconds;
-  out.by_kind = TrafficLedger::difference(kinds, ledger_kinds_);
-  ledger_tiers_ = tiers;
-  ledger_kinds_ = kinds;
+  out.by_kind = TrafficLedger::difference(now.by_kind, ledger_.by_kind);
+  ledger_ = now;
   out.issued = issuer_->take_trace();
   return out;
 }
@@ -157,7 +156,7 @@ float ShardedEngine::evaluate(const BatchFn& next_batch, int batches) {
   // The last step's refresh completes first (the forward would wait for it anyway) and stays in the
   // next step's ledger window; the evaluation's own collectives are taken out of it below.
   settle();
-  const TrafficByKey tiers0 = mesh_.ledger().snapshot(), kinds0 = mesh_.ledger().snapshot_by_kind();
+  const TrafficSnapshot before = mesh_.ledger().snapshot_both();
   double loss = 0;
   for (int k = 0; k < batches; ++k) {
     next_batch(inputs_.data(), targets_.data());
@@ -177,8 +176,9 @@ float ShardedEngine::evaluate(const BatchFn& next_batch, int batches) {
       w.seconds += t.seconds;
     }
   };
-  exclude(ledger_tiers_, mesh_.ledger().since(tiers0));
-  exclude(ledger_kinds_, mesh_.ledger().since_by_kind(kinds0));
+  const TrafficSnapshot after = mesh_.ledger().snapshot_both();
+  exclude(ledger_.by_tier, TrafficLedger::difference(after.by_tier, before.by_tier));
+  exclude(ledger_.by_kind, TrafficLedger::difference(after.by_kind, before.by_kind));
   return static_cast<float>(loss / mesh_.world().size());
 }
 

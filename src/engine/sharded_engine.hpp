@@ -195,7 +195,7 @@ class ShardedEngine {
   int skipped_ = 0;
   // The traffic ledger when the last step ended: a step reports what completed since (so every
   // collective lands in exactly one step, a refresh in the step after the one that issued it).
-  TrafficByKey ledger_tiers_, ledger_kinds_;
+  TrafficSnapshot ledger_;
 };
 
 }  // namespace tz

@@ -5,6 +5,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include <atomic>
+#include <thread>
+
 #include "comm/thread_world.hpp"
 
 namespace tz {
@@ -43,6 +46,25 @@ TEST(Traffic, EveryCollectiveRecordsItsBytes) {
       EXPECT_GT(k.seconds, 0) << kind;
     }
   });
+}
+
+// A snapshot of both views while another thread records: every record is in both or in neither,
+// so the two always hold the same ops and time (two separate snapshots could split a record).
+TEST(Traffic, SnapshotBothIsOneInstant) {
+  TrafficLedger ledger;
+  std::atomic<bool> stop{false};
+  std::thread recorder([&] {
+    while (!stop.load()) ledger.record("node", CollectiveKind::all_gather, 8, 0.001);
+  });
+  for (int i = 0; i < 2000; ++i) {
+    const TrafficSnapshot snap = ledger.snapshot_both();
+    std::uint64_t tier_ops = 0, kind_ops = 0;
+    for (const auto& [tier, t] : snap.by_tier) tier_ops += t.ops;
+    for (const auto& [kind, k] : snap.by_kind) kind_ops += k.ops;
+    ASSERT_EQ(tier_ops, kind_ops) << "snapshot " << i;
+  }
+  stop = true;
+  recorder.join();
 }
 
 TEST(Traffic, SinceAndReports) {
