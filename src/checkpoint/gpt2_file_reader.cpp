@@ -11,6 +11,7 @@
 #include "checkpoint/gpt2_file_layout.hpp"
 #include "checkpoint/llmc_format.hpp"
 #include "checkpoint/safetensors_format.hpp"
+#include "core/bf16_convert.hpp"
 #include "core/error.hpp"
 
 namespace tz {
@@ -165,7 +166,7 @@ void Gpt2FileReader::read_values(std::uint64_t tensor_offset, DType dtype, std::
     for (std::uint64_t at = 0; at < n; at += kChunk) {
       const std::uint64_t m = std::min(kChunk, n - at);
       file_.read_at(tensor_offset + (begin + at) * esize, bf16_buf_.data(), m * esize);
-      for (std::uint64_t i = 0; i < m; ++i) out[at + i] = to_float(bf16_buf_[i]);
+      floats_from_bf16(out + at, bf16_buf_.data(), m);
     }
   }
   bytes_read_ += n * esize;

@@ -11,7 +11,7 @@
 #include "checkpoint/gpt2_file_layout.hpp"
 #include "checkpoint/llmc_format.hpp"
 #include "checkpoint/safetensors_format.hpp"
-#include "core/bf16.hpp"
+#include "core/bf16_convert.hpp"
 #include "core/error.hpp"
 
 namespace tz {
@@ -68,8 +68,7 @@ ExportResult export_checkpoint(const std::string& checkpoint, const std::string&
     if (dtype == DType::f32) {
       std::memcpy(bytes.data(), x, n * 4);
     } else {
-      auto* h = reinterpret_cast<bf16*>(bytes.data());
-      for (std::size_t i = 0; i < n; ++i) h[i] = to_bf16(x[i]);
+      bf16_from_floats(reinterpret_cast<bf16*>(bytes.data()), x, n);
     }
     file.write(bytes.data(), bytes.size());
   };

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "core/bf16.hpp"
+#include "core/bf16_convert.hpp"
 #include "core/error.hpp"
 #include "model/gpt_init.hpp"
 
@@ -15,8 +15,7 @@ void to_compute_dtype(std::byte* out, DType dtype, const float* in, std::size_t 
     return;
   }
   TZ_CHECK(dtype == DType::bf16, "compute dtype {}", dtype_name(dtype));
-  auto* o = reinterpret_cast<bf16*>(out);
-  for (std::size_t i = 0; i < n; ++i) o[i] = to_bf16(in[i]);
+  bf16_from_floats(reinterpret_cast<bf16*>(out), in, n);
 }
 
 void from_compute_dtype(float* out, const std::byte* in, DType dtype, std::size_t n) {
@@ -25,8 +24,7 @@ void from_compute_dtype(float* out, const std::byte* in, DType dtype, std::size_
     return;
   }
   TZ_CHECK(dtype == DType::bf16, "compute dtype {}", dtype_name(dtype));
-  const auto* h = reinterpret_cast<const bf16*>(in);
-  for (std::size_t i = 0; i < n; ++i) out[i] = to_float(h[i]);
+  floats_from_bf16(out, reinterpret_cast<const bf16*>(in), n);
 }
 
 ShardedState::ShardedState(const ShardLayout& layout, const ParameterLayout& params, int rank,

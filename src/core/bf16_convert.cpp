@@ -1,0 +1,99 @@
+// The portable loops use integer operations only (no branch but the NaN select), so the compiler
+// vectorizes them for the baseline ISA; the AVX2 loops do the same 16 lanes at a time with explicit
+// intrinsics, behind a function-level target attribute because the library is built for baseline x86-64.
+#include "core/bf16_convert.hpp"
+
+#include <immintrin.h>
+
+#include <cstdint>
+#include <cstring>
+
+#include "core/cpu_features.hpp"
+
+#define TZ_BF16_AVX2 __attribute__((target("avx2")))
+
+namespace tz {
+namespace bf16_convert_detail {
+namespace {
+
+inline std::uint16_t narrow_bits(std::uint32_t u) {
+  const bool nan = (u & 0x7fffffffu) > 0x7f800000u;
+  const std::uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+  return static_cast<std::uint16_t>(nan ? ((u >> 16) | 0x40u) : rounded);
+}
+
+// 8 fp32 bit patterns -> their bf16 patterns in the low half of each 32-bit lane.
+TZ_BF16_AVX2 inline __m256i narrow8(__m256i u) {
+  const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
+  const __m256i rounded =
+      _mm256_srli_epi32(_mm256_add_epi32(u, _mm256_add_epi32(lsb, _mm256_set1_epi32(0x7fff))), 16);
+  const __m256i quiet = _mm256_or_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(0x40));
+  const __m256i magnitude = _mm256_and_si256(u, _mm256_set1_epi32(0x7fffffff));
+  const __m256i nan = _mm256_cmpgt_epi32(magnitude, _mm256_set1_epi32(0x7f800000));  // both non-negative
+  return _mm256_blendv_epi8(rounded, quiet, nan);
+}
+
+}  // namespace
+
+bool have_avx2() {
+  return cpu_features().avx2;
+}
+
+void bf16_from_floats_portable(bf16* out, const float* in, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i) {
+    std::uint32_t u;
+    std::memcpy(&u, in + i, 4);
+    out[i].bits = narrow_bits(u);
+  }
+}
+
+void floats_from_bf16_portable(float* out, const bf16* in, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::uint32_t u = static_cast<std::uint32_t>(in[i].bits) << 16;
+    std::memcpy(out + i, &u, 4);
+  }
+}
+
+TZ_BF16_AVX2 void bf16_from_floats_avx2(bf16* out, const float* in, std::size_t n) {
+  std::size_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m256i a = narrow8(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(in + i)));
+    const __m256i b = narrow8(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(in + i + 8)));
+    // packus works per 128-bit lane (a0-3 b0-3 a4-7 b4-7); the permute restores element order.
+    const __m256i packed = _mm256_permute4x64_epi64(_mm256_packus_epi32(a, b), 0xd8);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i), packed);
+  }
+  bf16_from_floats_portable(out + i, in + i, n - i);
+}
+
+TZ_BF16_AVX2 void floats_from_bf16_avx2(float* out, const bf16* in, std::size_t n) {
+  std::size_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(in + i));
+    const __m256i lo = _mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm256_castsi256_si128(h)), 16);
+    const __m256i hi = _mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm256_extracti128_si256(h, 1)), 16);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i), lo);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i + 8), hi);
+  }
+  floats_from_bf16_portable(out + i, in + i, n - i);
+}
+
+}  // namespace bf16_convert_detail
+
+void bf16_from_floats(bf16* out, const float* in, std::size_t n) {
+  static const bool avx2 = bf16_convert_detail::have_avx2();
+  if (avx2)
+    bf16_convert_detail::bf16_from_floats_avx2(out, in, n);
+  else
+    bf16_convert_detail::bf16_from_floats_portable(out, in, n);
+}
+
+void floats_from_bf16(float* out, const bf16* in, std::size_t n) {
+  static const bool avx2 = bf16_convert_detail::have_avx2();
+  if (avx2)
+    bf16_convert_detail::floats_from_bf16_avx2(out, in, n);
+  else
+    bf16_convert_detail::floats_from_bf16_portable(out, in, n);
+}
+
+}  // namespace tz
