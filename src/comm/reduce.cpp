@@ -1,30 +1,36 @@
 // Elementwise sums for reducing collectives (see reduce.hpp). The fast loops are written so that gcc
 // vectorizes them at -O2/-O3: restrict-qualified pointers when nothing aliases, and a bf16 path that
-// widens to fp32 with shifts (no branches except the NaN check, which compiles to a blend).
+// widens to fp32 with shifts (no branches except the NaN check, which compiles to a blend). Each loop
+// is compiled twice, for the baseline ISA and (inlined into a function with a target attribute) for
+// AVX2, which is chosen at run time when the CPU has it.
 #include "comm/reduce.hpp"
 
 #include <cstdint>
 #include <cstring>
 
 #include "core/bf16.hpp"
+#include "core/cpu_features.hpp"
 #include "core/error.hpp"
 
 namespace tz {
 namespace {
 
+#define TZ_REDUCE_INLINE [[gnu::always_inline]] inline
+#define TZ_REDUCE_AVX2 __attribute__((target("avx2")))
+
 template <typename T>
-void add_loop(T* out, const T* a, const T* b, std::size_t n) {
+TZ_REDUCE_INLINE void add_loop(T* out, const T* a, const T* b, std::size_t n) {
   for (std::size_t i = 0; i < n; ++i) out[i] = a[i] + b[i];
 }
 
 // bf16 <-> fp32 through integer ops so the loop vectorizes; matches to_bf16 / to_float bit for bit.
-inline float widen(std::uint16_t h) {
+TZ_REDUCE_INLINE float widen(std::uint16_t h) {
   std::uint32_t u = static_cast<std::uint32_t>(h) << 16;
   float f;
   std::memcpy(&f, &u, 4);
   return f;
 }
-inline std::uint16_t narrow(float f) {
+TZ_REDUCE_INLINE std::uint16_t narrow(float f) {
   std::uint32_t u;
   std::memcpy(&u, &f, 4);
   const bool nan = (u & 0x7fffffffu) > 0x7f800000u;
@@ -32,17 +38,17 @@ inline std::uint16_t narrow(float f) {
   return static_cast<std::uint16_t>(nan ? ((u >> 16) | 0x40u) : rounded);
 }
 
-void add_bf16(std::uint16_t* out, const std::uint16_t* a, const std::uint16_t* b, std::size_t n) {
+TZ_REDUCE_INLINE void add_bf16(std::uint16_t* out, const std::uint16_t* a, const std::uint16_t* b,
+                               std::size_t n) {
   for (std::size_t i = 0; i < n; ++i) out[i] = narrow(widen(a[i]) + widen(b[i]));
 }
 
-}  // namespace
-
-bool dtype_reducible(DType dtype) {
-  return dtype != DType::u8;
+[[noreturn]] void not_reducible(DType dtype) {
+  throw InputError(fmt::format("reduction: dtype {} is not reducible", dtype_name(dtype)));
 }
 
-void reduce_add(void* out, const void* a, const void* b, std::size_t n, DType dtype) {
+// Inlined into each path, so its loops are vectorized for that path's ISA.
+TZ_REDUCE_INLINE void add_any(void* out, const void* a, const void* b, std::size_t n, DType dtype) {
   switch (dtype) {
     case DType::f32:
       return add_loop(static_cast<float*>(out), static_cast<const float*>(a), static_cast<const float*>(b),
@@ -56,7 +62,35 @@ void reduce_add(void* out, const void* a, const void* b, std::size_t n, DType dt
     case DType::u8:
       break;
   }
-  throw InputError(fmt::format("reduction: dtype {} is not reducible", dtype_name(dtype)));
+  not_reducible(dtype);
+}
+
+}  // namespace
+
+namespace reduce_detail {
+
+bool have_avx2() {
+  return cpu_features().avx2;
+}
+
+void reduce_add_portable(void* out, const void* a, const void* b, std::size_t n, DType dtype) {
+  add_any(out, a, b, n, dtype);
+}
+
+TZ_REDUCE_AVX2 void reduce_add_avx2(void* out, const void* a, const void* b, std::size_t n, DType dtype) {
+  add_any(out, a, b, n, dtype);
+}
+
+}  // namespace reduce_detail
+
+bool dtype_reducible(DType dtype) {
+  return dtype != DType::u8;
+}
+
+void reduce_add(void* out, const void* a, const void* b, std::size_t n, DType dtype) {
+  static const bool avx2 = reduce_detail::have_avx2();
+  if (avx2) return reduce_detail::reduce_add_avx2(out, a, b, n, dtype);
+  reduce_detail::reduce_add_portable(out, a, b, n, dtype);
 }
 
 void reduce_add_ref(void* out, const void* a, const void* b, std::size_t n, DType dtype) {
@@ -87,7 +121,7 @@ void reduce_add_ref(void* out, const void* a, const void* b, std::size_t n, DTyp
         break;
       }
       case DType::u8:
-        throw InputError(fmt::format("reduction: dtype {} is not reducible", dtype_name(dtype)));
+        not_reducible(dtype);
     }
   }
 }

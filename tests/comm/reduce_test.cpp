@@ -8,6 +8,7 @@
 #include <cstring>
 #include <limits>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include "core/bf16.hpp"
@@ -16,15 +17,28 @@
 namespace tz {
 namespace {
 
+using ReduceFn = void (*)(void*, const void*, const void*, std::size_t, DType);
+
+// The dispatched function and each path this CPU can run, against the reference, out of place and
+// in place.
 template <typename T>
 void compare_fast_and_ref(DType dtype, const std::vector<T>& a, const std::vector<T>& b) {
-  std::vector<T> fast(a.size()), ref(a.size());
-  reduce_add(fast.data(), a.data(), b.data(), a.size(), dtype);
+  std::vector<T> ref(a.size());
   reduce_add_ref(ref.data(), a.data(), b.data(), a.size(), dtype);
-  ASSERT_EQ(std::memcmp(fast.data(), ref.data(), a.size() * sizeof(T)), 0) << dtype_name(dtype);
-  std::vector<T> in_place = a;
-  reduce_add(in_place.data(), in_place.data(), b.data(), a.size(), dtype);
-  ASSERT_EQ(std::memcmp(in_place.data(), ref.data(), a.size() * sizeof(T)), 0) << dtype_name(dtype);
+  const std::pair<const char*, ReduceFn> paths[] = {{"dispatched", reduce_add},
+                                                    {"portable", reduce_detail::reduce_add_portable},
+                                                    {"avx2", reduce_detail::reduce_add_avx2}};
+  for (const auto& [name, fn] : paths) {
+    if (fn == reduce_detail::reduce_add_avx2 && !reduce_detail::have_avx2()) continue;
+    std::vector<T> fast(a.size());
+    fn(fast.data(), a.data(), b.data(), a.size(), dtype);
+    ASSERT_EQ(std::memcmp(fast.data(), ref.data(), a.size() * sizeof(T)), 0)
+        << dtype_name(dtype) << " " << name;
+    std::vector<T> in_place = a;
+    fn(in_place.data(), in_place.data(), b.data(), a.size(), dtype);
+    ASSERT_EQ(std::memcmp(in_place.data(), ref.data(), a.size() * sizeof(T)), 0)
+        << dtype_name(dtype) << " " << name << " in place";
+  }
 }
 
 TEST(Reduce, FastMatchesReference) {
@@ -60,6 +74,7 @@ TEST(Reduce, BytesAreNotReducible) {
   std::uint8_t x[2] = {1, 2};
   EXPECT_FALSE(dtype_reducible(DType::u8));
   EXPECT_THROW(reduce_add(x, x, x, 2, DType::u8), InputError);
+  EXPECT_THROW(reduce_detail::reduce_add_portable(x, x, x, 2, DType::u8), InputError);
 }
 
 }  // namespace
