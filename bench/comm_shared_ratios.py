@@ -4,9 +4,13 @@
 For each configuration (ranks, topology, shared memory on or off) runs, REPEATS times and
 interleaved with the others (so that load changes hit every configuration alike):
 
-  mpirun --oversubscribe --allow-run-as-root --mca btl_vader_single_copy_mechanism none -np K \\
+  mpirun --oversubscribe --allow-run-as-root --mca btl_vader_single_copy_mechanism M -np K \\
     BUILD/tierzero bench comm --topology T [--emulate] --min-bytes 4194304 --max-bytes 67108864 \\
-    --ops OPS --rounds 5 --groups world --format json [--shared-memory off]
+    --ops OPS --rounds 5 --groups world --format json [--shared-memory off] [--single-copy off]
+M is Open MPI's single-copy mechanism for large shared-memory messages: with --mpi-single-copy auto
+(the default) `cma` (process_vm_readv, one copy per message) where a probe run shows this host
+allows it, which is Open MPI's best setting here, else `none` (every message copied in and out of
+shared memory, as in containers without ptrace rights); the table says which ran.
 
 Each run already alternates tierzero and Open MPI round by round and reports the ratio of their
 median times (tierzero busbw / native busbw). This script prints, per (configuration, op, size),
@@ -28,19 +32,29 @@ import sys
 import time
 
 
-def run_once(build, np_, topology, ops, shared, rounds):
+def run_once(build, np_, topology, ops, shared, rounds, mpi_copy="none", tz_single_copy="on", sizes=None):
     cmd = ["mpirun", "--oversubscribe", "--allow-run-as-root", "--mca", "btl_vader_single_copy_mechanism",
-           "none", "-np", str(np_), os.path.join(build, "tierzero"), "bench", "comm", "--topology", topology]
+           mpi_copy, "-np", str(np_), os.path.join(build, "tierzero"), "bench", "comm", "--topology", topology]
     if topology != "flat":
         cmd.append("--emulate")
-    cmd += ["--min-bytes", "4194304", "--max-bytes", "67108864", "--ops", ops, "--rounds", str(rounds),
-            "--groups", "world", "--format", "json"]
+    lo, hi = sizes or (4194304, 67108864)
+    cmd += ["--min-bytes", str(lo), "--max-bytes", str(hi), "--ops", ops, "--rounds", str(rounds),
+            "--groups", "world", "--format", "json", "--single-copy", tz_single_copy]
     if not shared:
         cmd += ["--shared-memory", "off"]
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=3600)
     if out.returncode != 0:
         sys.exit(f"comm_shared_ratios: {' '.join(cmd)} failed ({out.returncode}):\n{out.stderr[-2000:]}")
     return json.loads(out.stdout)
+
+
+def mpi_cma_works(build):
+    """Open MPI with cma moves a 1 MiB message between two ranks here (ptrace rights allow it)."""
+    try:
+        run_once(build, 2, "flat", "all_to_all", True, 1, "cma", "off", (1 << 20, 1 << 20))
+        return True
+    except SystemExit:
+        return False
 
 
 def main():
@@ -53,6 +67,10 @@ def main():
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--compare-off", action="store_true", help="also run with --shared-memory off")
     ap.add_argument("--json", help="append every run's result document here (one JSON per line)")
+    ap.add_argument("--mpi-single-copy", choices=["auto", "cma", "none"], default="auto",
+                    help="Open MPI's btl_vader_single_copy_mechanism (auto: cma where it works here)")
+    ap.add_argument("--tierzero-single-copy", choices=["on", "off"], default="on",
+                    help="tierzero's in-place reads (shared all-to-all, all-gather of 2 ranks)")
     a = ap.parse_args()
     if a.repeats < 1 or a.rounds < 1:
         sys.exit("comm_shared_ratios: --repeats and --rounds must be at least 1")
@@ -64,6 +82,9 @@ def main():
     if a.compare_off:
         variants += [(k, t, False) for k, t in configs]
 
+    mpi_copy = a.mpi_single_copy
+    if mpi_copy == "auto":
+        mpi_copy = "cma" if mpi_cma_works(a.build) else "none"
     cpu = None
     ratios = collections.defaultdict(list)
     busbw = collections.defaultdict(lambda: ([], []))
@@ -72,7 +93,7 @@ def main():
         for k, topo, shared in variants:
             load = os.getloadavg()[0]
             t0 = time.time()
-            doc = run_once(a.build, k, topo, a.ops, shared, a.rounds)
+            doc = run_once(a.build, k, topo, a.ops, shared, a.rounds, mpi_copy, a.tierzero_single_copy)
             loads[(k, topo, shared)].append(load)
             cpu = cpu or doc.get("cpu")
             if a.json:
@@ -87,7 +108,9 @@ def main():
                   f"({time.time() - t0:.0f} s, load {load:.1f})", file=sys.stderr, flush=True)
 
     print(f"{cpu}; load average (1 min) over the repeats {min(min(v) for v in loads.values()):.1f}"
-          f" .. {max(max(v) for v in loads.values()):.1f} on {os.cpu_count()} CPUs\n")
+          f" .. {max(max(v) for v in loads.values()):.1f} on {os.cpu_count()} CPUs")
+    print(f"Open MPI: btl_vader_single_copy_mechanism {mpi_copy}; tierzero: --single-copy "
+          f"{a.tierzero_single_copy}\n")
     print("| ranks | topology | shared memory | op | MiB | busbw ratio (median) | ratio per repeat | "
           "tierzero busbw GB/s | Open MPI busbw GB/s | load average per repeat |")
     print("|---|---|---|---|---|---|---|---|---|---|")

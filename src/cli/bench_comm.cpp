@@ -22,6 +22,7 @@ struct BenchCommArgs {
   std::string format = "text";
   double timeout_s = 300;
   std::string shared_memory = "on";
+  std::string single_copy = "on";
   std::size_t shared_slot_bytes = CommOptions{}.shared_slot_bytes;
   CommBenchOptions bench;
 };
@@ -57,7 +58,8 @@ int run_bench_comm(BenchCommArgs args) {
                        .emulate = args.emulate,
                        .timeout_s = args.timeout_s,
                        .shared_memory = args.shared_memory == "on",
-                       .shared_slot_bytes = args.shared_slot_bytes},
+                       .shared_slot_bytes = args.shared_slot_bytes,
+                       .shared_single_copy = args.single_copy == "on"},
                       [&](Mesh& mesh) {
                         check_buffers_fit(args.bench, launch_local_size());
                         CommBenchOptions bench = args.bench;
@@ -100,6 +102,9 @@ const bool registered = register_bench(
        o.choice("--shared-memory", args->shared_memory, {"on", "off"},
                 "on: ranks of one host run the shared-memory collectives; off: the transport's ring, "
                 "pairwise exchange and tree");
+       o.choice("--single-copy", args->single_copy, {"on", "off"},
+                "on: where the host lets ranks read each other's memory, the shared all-to-all (and the "
+                "all-gather of 2 ranks) copy each block once, in place; off: always through staging");
        o.size_bytes("--shared-slot-bytes", args->shared_slot_bytes, 1, 1ull << 30,
                     "staging buffer per rank of the shared-memory collectives (two per rank; 64K, 1M, ...)");
        o.real("--timeout", args->timeout_s, 0, 86400, "seconds before a collective is reported as hung", "",

@@ -37,6 +37,7 @@ struct WorldOptions {
   int threads = 0;                // > 0: that many ranks as threads in this process, no MPI
   bool shared_memory = true;      // false: no shared-memory collectives (the transport's algorithms)
   std::size_t shared_slot_bytes = CommOptions{}.shared_slot_bytes;  // per-rank staging buffer
+  bool shared_single_copy = true;  // false: the shared collectives always stage (no in-place reads)
   // Faults (docs/faults.md): agree on every collective's signature first; the start-up deadline
   // (MPI_Init and the first exchange); the flight-recorder directory ("" or "off": none).
   bool check_collectives = false;

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <span>
 #include <vector>
 
@@ -55,6 +56,15 @@ void all_to_all_pairwise(Collective& c, const std::byte* send, std::span<const s
 void all_to_all_shared(Collective& c, SharedArena& arena, const std::byte* send,
                        std::span<const std::size_t> send_offsets, std::byte* recv,
                        std::span<const std::size_t> recv_offsets, std::size_t max_block_bytes);
+
+// exchange_in_place.cpp: one single-copy exchange over an arena whose ranks can read each other's
+// memory (SharedArena::cross_memory): this rank offers offer(j) of its own memory to each peer j and
+// copies what each peer q offers it straight into into(q) (the lengths must agree); it returns once
+// every peer has read what it offered. The shared all-to-all, and the all-gather of two ranks, run
+// as one such exchange when the arena allows it (each block then has a single reader).
+void exchange_in_place(Collective& c, SharedArena& arena,
+                       const std::function<std::span<const std::byte>(int to)>& offer,
+                       const std::function<std::span<std::byte>(int from)>& into);
 
 // The bytes of one destination's piece of a staging slot when a slot is cut into p - 1 pieces
 // (all_to_all_shared, reduce_scatter_shared): a multiple of 64 bytes when a share is that large,

@@ -30,6 +30,12 @@ void all_to_all_shared(Collective& c, SharedArena& arena, const std::byte* send,
   if (const std::size_t own = send_offsets[r + 1] - send_offsets[r]; own > 0)
     std::memcpy(recv + recv_offsets[r], send + send_offsets[r], own);
   if (p == 1) return;
+  if (arena.cross_memory()) {  // each block has exactly one reader: one copy, by the kernel
+    return exchange_in_place(
+        c, arena,
+        [&](int j) { return std::span(send + send_offsets[j], send_offsets[j + 1] - send_offsets[j]); },
+        [&](int q) { return std::span(recv + recv_offsets[q], recv_offsets[q + 1] - recv_offsets[q]); });
+  }
   const std::size_t piece = shared_piece_bytes(arena.slot_bytes(), p, 1);
   // Where rank `from` keeps the data for rank `to` in its staging buffer.
   auto slot_of = [&](int from, int to) { return static_cast<std::size_t>((to - from - 1 + p) % p) * piece; };

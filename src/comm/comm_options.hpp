@@ -57,6 +57,11 @@ struct CommOptions {
   bool shared_memory_all_to_all = true;
   bool shared_memory_broadcast = true;
   bool shared_memory_reduce_scatter = true;
+  // Where the host lets the ranks read each other's memory (process_vm_readv: the same user, no
+  // ptrace restriction; probed once per group, all ranks agree), the shared all-to-all (and the
+  // all-gather of two ranks) copy every block once, straight from the sender's buffer into the
+  // receiver's (exchange_in_place.cpp), instead of in and out of staging. Off: always staged.
+  bool shared_memory_single_copy = true;
   std::size_t shared_slot_bytes = std::size_t{1} << 20;
   DelayInjection delay_injection;
 };

@@ -21,6 +21,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -46,7 +47,14 @@ namespace {
 
 constexpr std::size_t kSegmentHeader = 64;  // token at 0, mapped-rank count at 8
 constexpr std::size_t kRankHeader = 128;    // two counters and their sleeper counts, a cache line each
-constexpr int kSetupTag = 1;                // tag 0 is the algorithms'
+// Then the cross-memory header: the rank's pid (a cache line), then p (address, bytes) entries, the
+// blocks of its send buffer the all-to-all's peers read in place.
+std::size_t cross_header_bytes(int p) {
+  return 64 + (16 * static_cast<std::size_t>(p) + 63) / 64 * 64;
+}
+// What a peer reads through process_vm_readv to learn whether this host lets ranks read each other.
+constexpr std::uint64_t kCrossProbe = 0x7a65726f63726f73ull;
+constexpr int kSetupTag = 1;  // tag 0 is the algorithms'
 constexpr std::string_view kPrefix = "tierzero-";
 
 struct SetupMessage {
@@ -82,8 +90,8 @@ inline void cpu_relax() {
 #endif
 }
 
-std::size_t rank_stride(std::size_t slot_bytes) {
-  return kRankHeader + 2 * slot_bytes;
+std::size_t rank_stride(std::size_t slot_bytes, int p) {
+  return kRankHeader + cross_header_bytes(p) + 2 * slot_bytes;
 }
 
 // A mapping that is undone unless released (every throw between mmap and the arena's constructor).
@@ -265,13 +273,13 @@ void sweep_stale_shared_segments_once() {
   std::call_once(swept, [] { sweep_stale_shared_segments(); });
 }
 
-std::unique_ptr<SharedArena> SharedArena::open(Collective& c, std::size_t slot_bytes) {
+std::unique_ptr<SharedArena> SharedArena::open(Collective& c, std::size_t slot_bytes, bool cross_memory) {
   sweep_stale_shared_segments_once();
 
   const int p = c.size(), r = c.rank();
   slot_bytes = std::max<std::size_t>({slot_bytes, 64, 8 * static_cast<std::size_t>(p)});
   slot_bytes = (slot_bytes + 63) / 64 * 64;
-  const std::size_t total = kSegmentHeader + p * rank_stride(slot_bytes);
+  const std::size_t total = kSegmentHeader + p * rank_stride(slot_bytes, p);
   SetupMessage msg;
   Mapping m;
   NameGuard name;  // unlinks on every exit from here on, thrown or not, unless already unlinked
@@ -314,7 +322,64 @@ std::unique_ptr<SharedArena> SharedArena::open(Collective& c, std::size_t slot_b
   name.unlink();
   const bool everyone = std::all_of(all.begin(), all.end(), [](std::byte b) { return b != std::byte{0}; });
   if (!everyone) return nullptr;
-  return std::unique_ptr<SharedArena>(new SharedArena(m.release(), total, p, r, slot_bytes));
+  std::unique_ptr<SharedArena> arena(new SharedArena(m.release(), total, p, r, slot_bytes));
+  if (cross_memory) arena->probe_cross_memory(c);
+  return arena;
+}
+
+void SharedArena::probe_cross_memory(Collective& c) {
+  // Each rank publishes its pid and the address of a probe word; after a first exchange (every
+  // header is written), each reads every peer's word with process_vm_readv; a second exchange
+  // agrees: all ranks must take the same path.
+  static const std::uint64_t probe = kCrossProbe;
+  auto* head = reinterpret_cast<std::uint64_t*>(rank_base(rank_) + kRankHeader);
+  head[0] = static_cast<std::uint64_t>(getpid());
+  head[1] = reinterpret_cast<std::uint64_t>(&probe);
+  const int p = ranks_;
+  std::byte none{0};
+  std::vector<std::byte> all(p);
+  all_gather_ring(c, &none, all.data(), uniform_block_offsets(1, p));
+  std::byte ok{1};
+  for (int q = 0; q < p; ++q) {
+    if (q == rank_) continue;
+    const auto* theirs = reinterpret_cast<const std::uint64_t*>(rank_base(q) + kRankHeader);
+    std::uint64_t word = 0;
+    iovec local{&word, sizeof(word)};
+    iovec remote{reinterpret_cast<void*>(theirs[1]), sizeof(word)};
+    if (process_vm_readv(static_cast<pid_t>(theirs[0]), &local, 1, &remote, 1, 0) != sizeof(word) ||
+        word != kCrossProbe)
+      ok = std::byte{0};
+  }
+  all_gather_ring(c, &ok, all.data(), uniform_block_offsets(1, p));
+  cross_memory_ = std::all_of(all.begin(), all.end(), [](std::byte b) { return b != std::byte{0}; });
+}
+
+std::uint64_t* SharedArena::cross_entry(int rank, int peer) const {
+  return reinterpret_cast<std::uint64_t*>(rank_base(rank) + kRankHeader + 64 +
+                                          16 * static_cast<std::size_t>(peer));
+}
+
+void SharedArena::offer_block(int to, std::span<const std::byte> block) {
+  std::uint64_t* e = cross_entry(rank_, to);
+  e[0] = reinterpret_cast<std::uint64_t>(block.data());
+  e[1] = block.size();
+}
+
+void SharedArena::read_offered(Collective& c, int from, std::span<std::byte> out) const {
+  const std::uint64_t* e = cross_entry(from, rank_);
+  if (e[1] != out.size())
+    throw CommError(fmt::format("{}: rank {} offers {} bytes where {} are expected", c.describe(), from, e[1],
+                                out.size()));
+  const auto pid = static_cast<pid_t>(*reinterpret_cast<const std::uint64_t*>(rank_base(from) + kRankHeader));
+  for (std::size_t done = 0; done < out.size();) {
+    iovec local{out.data() + done, out.size() - done};
+    iovec remote{reinterpret_cast<std::byte*>(e[0]) + done, out.size() - done};
+    const ssize_t n = process_vm_readv(pid, &local, 1, &remote, 1, 0);
+    if (n <= 0)
+      throw CommError(fmt::format("{}: reading rank {}'s memory in place failed: {}", c.describe(), from,
+                                  n < 0 ? std::strerror(errno) : "no progress"));
+    done += static_cast<std::size_t>(n);
+  }
 }
 
 SharedArena::SharedArena(std::byte* base, std::size_t mapped_bytes, int ranks, int rank,
@@ -329,7 +394,7 @@ SharedArena::~SharedArena() {
 }
 
 std::byte* SharedArena::rank_base(int rank) const {
-  return base_ + kSegmentHeader + static_cast<std::size_t>(rank) * rank_stride(slot_bytes_);
+  return base_ + kSegmentHeader + static_cast<std::size_t>(rank) * rank_stride(slot_bytes_, ranks_);
 }
 
 std::uint64_t* SharedArena::counter(int rank, Counter which) const {
@@ -341,7 +406,7 @@ std::uint32_t* SharedArena::sleepers(int rank, Counter which) const {
 }
 
 std::byte* SharedArena::buffer(int rank, std::uint64_t round) const {
-  return rank_base(rank) + kRankHeader + (round % 2) * slot_bytes_;
+  return rank_base(rank) + kRankHeader + cross_header_bytes(ranks_) + (round % 2) * slot_bytes_;
 }
 
 bool SharedArena::reached(int rank, Counter which, std::uint64_t round) const {

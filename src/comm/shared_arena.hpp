@@ -4,8 +4,9 @@
 // rank mapped the same memory, and the count of ranks that have mapped it), then per rank a 128-byte
 // header holding two 64-bit counters on their own cache lines, `written` (the last round whose data
 // this rank has put in its staging buffers) and `read` (the last round whose peers' data this rank
-// has copied out), each beside a count of the ranks sleeping on it, then two staging buffers of
-// slot_bytes (round g uses buffer g % 2).
+// has copied out), each beside a count of the ranks sleeping on it, then the cross-memory header
+// (the rank's pid, and per peer the address and length of the block it offers for in-place reads),
+// then two staging buffers of slot_bytes (round g uses buffer g % 2).
 //
 // Rounds are numbered from 1 on each arena and advance identically on every rank, because all ranks
 // run the same collectives in the same order and every collective derives its number of rounds from
@@ -54,7 +55,9 @@ class SharedArena {
   // not (ranks on different hosts, /dev/shm full or missing), so the caller falls back together.
   // slot_bytes is rounded up to a multiple of 64 and to at least 64 and 8 bytes per rank, so that
   // algorithms cutting a slot into one piece per rank get at least one element per piece.
-  static std::unique_ptr<SharedArena> open(Collective& c, std::size_t slot_bytes);
+  // With cross_memory, the ranks also agree whether each may read the others' memory in place
+  // (process_vm_readv: the same user and no ptrace restriction), which the all-to-all then uses.
+  static std::unique_ptr<SharedArena> open(Collective& c, std::size_t slot_bytes, bool cross_memory = true);
 
   SharedArena(const SharedArena&) = delete;
   SharedArena& operator=(const SharedArena&) = delete;
@@ -83,6 +86,14 @@ class SharedArena {
   // counter it waited for, before the caller reads what it guards.
   void publish(Collective& c, Counter which, std::uint64_t round) const;
 
+  // Cross-memory reads (the single-copy exchange, exchange_in_place): true when every rank of the
+  // group can read every other's memory. A rank offers a block of its own memory for `to` in its
+  // header; `to` copies it straight into `out`, which must be as long as the block offered (else the
+  // collective fails naming the rank).
+  bool cross_memory() const { return cross_memory_; }
+  void offer_block(int to, std::span<const std::byte> block);
+  void read_offered(Collective& c, int from, std::span<std::byte> out) const;
+
   // Calls copy(q) once for every rank q != this rank, each once q has published `written` = round,
   // ready ones first (the data-movement loop of the all-gather and all-to-all).
   template <typename Copy>
@@ -93,6 +104,8 @@ class SharedArena {
   std::uint64_t* counter(int rank, Counter which) const;
   std::uint32_t* sleepers(int rank, Counter which) const;
   std::byte* rank_base(int rank) const;
+  std::uint64_t* cross_entry(int rank, int peer) const;
+  void probe_cross_memory(Collective& c);
   // Sleeps (futex) until `rank`'s counter reaches round; false when the deadline passed first.
   bool sleep_until(Collective& c, int rank, Counter which, std::uint64_t round) const;
   // Fails the collective naming those of `ranks` whose counter has not reached `round`.
@@ -105,7 +118,8 @@ class SharedArena {
   int rank_;
   std::size_t slot_bytes_;
   std::uint64_t round_ = 0;
-  Clock::duration spin_{};    // how long a wait polls before it sleeps
+  Clock::duration spin_{};  // how long a wait polls before it sleeps
+  bool cross_memory_ = false;
   std::vector<int> pending_;  // drain's scratch, kept to avoid an allocation per round
 };
 
@@ -118,8 +132,8 @@ void sweep_stale_shared_segments_once();
 template <typename Copy>
 void SharedArena::drain(Collective& c, std::uint64_t round, Copy copy) {
   pending_.clear();
-  for (int q = 0; q < ranks_; ++q)
-    if (q != rank_) pending_.push_back(q);
+  for (int k = 1; k < ranks_; ++k)
+    pending_.push_back((rank_ + k) % ranks_);  // rotated: no common first source
   while (!pending_.empty()) {
     bool copied = false;
     for (auto it = pending_.begin(); it != pending_.end();) {

@@ -192,15 +192,18 @@ void mixed_collectives(int r, Collective& c, SharedArena& arena, int p) {
 }
 
 TEST(SharedArena, FourCollectivesInterleavedOnOneArena) {
-  for (int n : {2, 3, 5, 8})
-    on_arena(n, 64, 20, [n](int r, Collective& c, SharedArena& a) { mixed_collectives(r, c, a, n); });
+  for (bool cross : {false, true})  // in place, the staged reduce-scatter shares rounds with the others
+    for (int n : {2, 3, 5, 8})
+      on_arena(
+          n, 64, 20, [n](int r, Collective& c, SharedArena& a) { mixed_collectives(r, c, a, n); }, {}, cross);
 }
 
 TEST(SharedArena, FourCollectivesInterleavedOnOneArenaUnderDelays) {
-  for (int n : {2, 3, 8})
-    on_arena(
-        n, 64, 30, [n](int r, Collective& c, SharedArena& a) { mixed_collectives(r, c, a, n); },
-        DelayInjection{.seed = std::uint64_t(n), .max_us = 300});
+  for (bool cross : {false, true})
+    for (int n : {2, 3, 8})
+      on_arena(
+          n, 64, 30, [n](int r, Collective& c, SharedArena& a) { mixed_collectives(r, c, a, n); },
+          DelayInjection{.seed = std::uint64_t(n), .max_us = 300}, cross);
 }
 
 }  // namespace

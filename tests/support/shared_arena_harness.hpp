@@ -2,7 +2,9 @@
 // ranks as threads over one thread world, each with its own Collective and an opened SharedArena.
 // A rank that throws or fails a check aborts the world (the others fail at once, not at their
 // deadline) and its message is reported. With
-// `delays` on, every rank's transport is wrapped in a delay transport (delay_transport.hpp).
+// `delays` on, every rank's transport is wrapped in a delay transport (delay_transport.hpp). With
+// `cross_memory`, the arena is opened for single-copy exchange (threads of one process can always
+// read each other's memory, so the in-place paths run; without it the staged paths run).
 #pragma once
 
 #include <fmt/format.h>
@@ -25,7 +27,8 @@ namespace tz::test {
 
 // Runs fn(rank, collective, arena) on n threads; the arena is opened first (over slot_bytes).
 template <typename Fn>
-void on_arena(int n, std::size_t slot_bytes, double timeout_s, Fn fn, DelayInjection delays = {}) {
+void on_arena(int n, std::size_t slot_bytes, double timeout_s, Fn fn, DelayInjection delays = {},
+              bool cross_memory = false) {
   ThreadWorldHandle world = make_thread_world(n);
   if (delays.enabled())
     for (int r = 0; r < n; ++r)
@@ -39,8 +42,10 @@ void on_arena(int n, std::size_t slot_bytes, double timeout_s, Fn fn, DelayInjec
       try {
         Workspace ws;
         Collective c(*world.transports[r], ws, "test", group, 1, timeout_s, 1 << 20);
-        auto arena = SharedArena::open(c, slot_bytes);
+        auto arena = SharedArena::open(c, slot_bytes, cross_memory);
         if (arena == nullptr) throw std::runtime_error("arena did not open");
+        if (arena->cross_memory() != cross_memory)
+          throw std::runtime_error("cross-memory reads not as asked");
         fn(r, c, *arena);
         // A failed ASSERT returns early from fn: release the other ranks now, not at their deadline.
         if (::testing::Test::HasFailure()) world.abort(fmt::format("rank {} failed a check", r));
@@ -59,7 +64,7 @@ void on_arena(int n, std::size_t slot_bytes, double timeout_s, Fn fn, DelayInjec
 // by rank ("" for the absent rank or one that did not throw).
 inline std::vector<std::string> errors_with_an_absent_rank(
     const std::string& op, std::uint64_t seq, int absent,
-    const std::function<void(int, Collective&, SharedArena&)>& fn) {
+    const std::function<void(int, Collective&, SharedArena&)>& fn, bool cross_memory = false) {
   std::vector<std::string> errors(3);
   ThreadWorldHandle world = make_thread_world(3);
   std::vector<std::thread> threads;
@@ -68,7 +73,7 @@ inline std::vector<std::string> errors_with_an_absent_rank(
     threads.emplace_back([&, r] {
       Workspace ws;
       Collective c(*world.transports[r], ws, op, group, seq, 0.3, 1 << 20);
-      auto arena = SharedArena::open(c, 256);
+      auto arena = SharedArena::open(c, 256, cross_memory);
       if (r == absent) return;
       try {
         fn(r, c, *arena);
