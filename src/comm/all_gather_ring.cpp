@@ -32,6 +32,7 @@ void all_gather_ring(Collective& c, const std::byte* own, std::byte* buf,
       recvs.push_back(c.recv(block(b) + ch.offset(k), ch.length(k), c.left()));
   }
   std::vector<Request> sends;
+  const CancelPendingOnThrow guard(c, {&recvs, &sends});
   {
     const Chunks ch(block_bytes(r), chunk);
     for (std::size_t k = 0; k < ch.count; ++k)

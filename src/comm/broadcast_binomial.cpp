@@ -23,6 +23,7 @@ void broadcast_binomial(Collective& c, std::byte* buf, std::size_t bytes, int ro
 
   const Chunks ch(bytes, c.chunk_bytes());
   std::vector<Request> recvs, sends;
+  const CancelPendingOnThrow guard(c, {&recvs, &sends});
   if (parent >= 0)
     for (std::size_t k = 0; k < ch.count; ++k)
       recvs.push_back(c.recv(buf + ch.offset(k), ch.length(k), parent));

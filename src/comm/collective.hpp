@@ -6,6 +6,8 @@
 #pragma once
 
 #include <cstddef>
+#include <exception>
+#include <initializer_list>
 #include <span>
 #include <string>
 #include <string_view>
@@ -68,6 +70,32 @@ class Collective {
   double timeout_s_;
   Deadline deadline_;
   std::size_t chunk_bytes_;
+};
+
+// Cancels every request still pending in the watched vectors when its scope is left by an exception
+// (a timeout, an aborted group). Algorithms post receives and sends up front and wait for them one by
+// one; a failed wait cancels only what it waited for, and without this the rest would outlive the
+// buffers they write or read, so a peer's late match would copy into or out of freed memory.
+// Requests a wait completed or cancelled are already empty and are skipped. Declare it after the
+// vectors it watches.
+class CancelPendingOnThrow {
+ public:
+  CancelPendingOnThrow(Collective& c, std::initializer_list<std::vector<Request>*> watched)
+      : c_(c), watched_(watched), uncaught_(std::uncaught_exceptions()) {}
+  CancelPendingOnThrow(const CancelPendingOnThrow&) = delete;
+  CancelPendingOnThrow& operator=(const CancelPendingOnThrow&) = delete;
+  ~CancelPendingOnThrow() {
+    if (std::uncaught_exceptions() == uncaught_) return;
+    for (std::vector<Request>* requests : watched_) try {
+        c_.transport().cancel(*requests);
+      } catch (...) {  // already failing: the first error is the one reported
+      }
+  }
+
+ private:
+  Collective& c_;
+  std::vector<std::vector<Request>*> watched_;
+  int uncaught_;
 };
 
 // Splits `bytes` into chunks of at most `chunk` bytes (at least one chunk, possibly empty).

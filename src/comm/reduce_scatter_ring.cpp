@@ -40,6 +40,7 @@ void reduce_scatter_ring(Collective& c, const std::byte* send, std::byte* out,
   };
 
   std::vector<Request> recvs[2], forwarded[2], initial;
+  const CancelPendingOnThrow guard(c, {&recvs[0], &recvs[1], &forwarded[0], &forwarded[1], &initial});
   {
     const int b = (r - 1 + p) % p;
     const Chunks ch(block_bytes(b), chunk);
