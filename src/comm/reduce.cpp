@@ -25,7 +25,7 @@ TZ_REDUCE_INLINE void add_loop(T* out, const T* a, const T* b, std::size_t n) {
 
 // bf16 <-> fp32 through integer ops so the loop vectorizes; matches to_bf16 / to_float bit for bit.
 TZ_REDUCE_INLINE float widen(std::uint16_t h) {
-  std::uint32_t u = static_cast<std::uint32_t>(h) << 16;
+  const std::uint32_t u = float_bits_from_bf16_bits(h);
   float f;
   std::memcpy(&f, &u, 4);
   return f;
@@ -33,9 +33,7 @@ TZ_REDUCE_INLINE float widen(std::uint16_t h) {
 TZ_REDUCE_INLINE std::uint16_t narrow(float f) {
   std::uint32_t u;
   std::memcpy(&u, &f, 4);
-  const bool nan = (u & 0x7fffffffu) > 0x7f800000u;
-  const std::uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
-  return static_cast<std::uint16_t>(nan ? ((u >> 16) | 0x40u) : rounded);
+  return bf16_bits_from_float_bits(u);
 }
 
 TZ_REDUCE_INLINE void add_bf16(std::uint16_t* out, const std::uint16_t* a, const std::uint16_t* b,

@@ -16,12 +16,6 @@ namespace tz {
 namespace bf16_convert_detail {
 namespace {
 
-inline std::uint16_t narrow_bits(std::uint32_t u) {
-  const bool nan = (u & 0x7fffffffu) > 0x7f800000u;
-  const std::uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
-  return static_cast<std::uint16_t>(nan ? ((u >> 16) | 0x40u) : rounded);
-}
-
 // 8 fp32 bit patterns -> their bf16 patterns in the low half of each 32-bit lane.
 TZ_BF16_AVX2 inline __m256i narrow8(__m256i u) {
   const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
@@ -43,13 +37,13 @@ void bf16_from_floats_portable(bf16* out, const float* in, std::size_t n) {
   for (std::size_t i = 0; i < n; ++i) {
     std::uint32_t u;
     std::memcpy(&u, in + i, 4);
-    out[i].bits = narrow_bits(u);
+    out[i].bits = bf16_bits_from_float_bits(u);
   }
 }
 
 void floats_from_bf16_portable(float* out, const bf16* in, std::size_t n) {
   for (std::size_t i = 0; i < n; ++i) {
-    const std::uint32_t u = static_cast<std::uint32_t>(in[i].bits) << 16;
+    const std::uint32_t u = float_bits_from_bf16_bits(in[i].bits);
     std::memcpy(out + i, &u, 4);
   }
 }

@@ -4,8 +4,6 @@
 // receives are randomly delayed gives bitwise the losses, norms and weights of an undelayed run.
 #include <gtest/gtest.h>
 
-#include <mutex>
-
 #include "comm/thread_world.hpp"
 #include "delay_transport.hpp"
 #include "engine/collective_issuer.hpp"
@@ -78,26 +76,14 @@ RunResult run(const Topology& topo, const PartitionPlan& plan, const TransportWr
   const GptConfig config = test::tiny_gpt();
   const auto tokens = test::synthetic_tokens(4000, config.vocab_size);
   const EngineOptions opts = test::engine_options({});
+  const test::EngineRun r = test::run_engine(
+      topo, plan, config, tokens, {.seq = opts.seq, .micro_batch = 2, .steps = 3, .seed = 5}, opts, {}, wrap);
   RunResult out;
-  std::mutex mu;
-  run_thread_mesh(
-      topo,
-      [&](Mesh& mesh) {
-        ShardedEngine engine(mesh, config, plan, opts);
-        DataLoader loader(tokens, 2, opts.seq, mesh.world().rank(), mesh.world().size(), 5);
-        RunResult mine;
-        for (int s = 0; s < 3; ++s) {
-          const EngineStep st = engine.step([&](std::int32_t* in, std::int32_t* tg) { loader.next(in, tg); });
-          mine.losses.push_back(st.loss);
-          mine.norms.push_back(st.grad_norm);
-        }
-        mine.params = engine.gather_master_params();
-        if (mesh.world().rank() == 0) {
-          std::lock_guard lock(mu);
-          out = std::move(mine);
-        }
-      },
-      {}, wrap);
+  for (const EngineStep& st : r.steps) {
+    out.losses.push_back(st.loss);
+    out.norms.push_back(st.grad_norm);
+  }
+  out.params = r.params;
   return out;
 }
 

@@ -140,8 +140,8 @@ inline PartitionPlan fp32_quantized_plan(const std::string& name, const Topology
   return p.with_options(o);
 }
 
-// What rank 0 saw of an engine run on a thread world of `topo`: its steps and the gathered master
-// weights at the end.
+// What rank 0 saw of an engine run on a thread world of `topo` (each rank's transport wrapped by
+// `wrap`, if given): its steps and the gathered master weights at the end.
 struct EngineRun {
   std::vector<EngineStep> steps;
   std::vector<float> params;
@@ -149,7 +149,8 @@ struct EngineRun {
 
 inline EngineRun run_engine(const Topology& topo, const PartitionPlan& plan, const GptConfig& config,
                             const std::vector<std::int32_t>& tokens, const RunSpec& s,
-                            const EngineOptions& opts, const CommOptions& comm = {}) {
+                            const EngineOptions& opts, const CommOptions& comm = {},
+                            const TransportWrap& wrap = {}) {
   EngineRun out;
   std::mutex mu;
   run_thread_mesh(
@@ -167,7 +168,7 @@ inline EngineRun run_engine(const Topology& topo, const PartitionPlan& plan, con
           out.params = std::move(params);
         }
       },
-      comm);
+      comm, wrap);
   return out;
 }
 
