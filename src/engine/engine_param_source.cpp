@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include "core/bf16.hpp"
+#include "core/bf16_convert.hpp"
 #include "core/error.hpp"
 #include "plan/step_schedule.hpp"
 #include "quant/host_stream.hpp"
@@ -45,7 +46,21 @@ EngineParamSource::EngineParamSource(ShardedState& state, const ParameterLayout&
     ring_work_.resize(K);
     ring_stats_.resize(K);
   }
-  if (dtype_ != DType::f32) compute_.resize(layout_.max_padded_numel());
+  TZ_CHECK(dtype_ == DType::f32 || dtype_ == DType::bf16, "compute dtype {}", dtype_name(dtype_));
+  if (dtype_ == DType::bf16) {
+    compute_.resize(layout_.max_padded_numel());
+    // The runs of each range the model reads in fp32: its tensors other than weight matrices, with
+    // neighbours merged.
+    fp32_runs_.resize(params.num_ranges());
+    for (const ParamTensor& t : params.tensors()) {
+      if (t.weight_matrix || t.numel == 0) continue;
+      auto& runs = fp32_runs_[t.range];
+      if (!runs.empty() && runs.back().offset + runs.back().numel == t.range_offset)
+        runs.back().numel += t.numel;
+      else
+        runs.push_back({t.range_offset, t.numel});
+    }
+  }
 }
 
 EngineParamSource::~EngineParamSource() {
@@ -111,7 +126,7 @@ void EngineParamSource::wait_gather(int pos) {
   ring_stats_[a.buffer] = {};
 }
 
-const float* EngineParamSource::acquire_params(int range) {
+AcquiredParams EngineParamSource::acquire_params(int range) {
   const auto& pass = in_backward_ ? backward_ : forward_;
   TZ_CHECK(cursor_ < pass.size(), "acquisition {} of a {}-acquisition {} pass", cursor_, pass.size(),
            in_backward_ ? "backward" : "forward");
@@ -135,9 +150,12 @@ const float* EngineParamSource::acquire_params(int range) {
     src = state_.w_fwd().at(state_.local(ModelState::w_fwd, range));  // replicated: the whole range
   }
   ++cursor_;
-  if (dtype_ == DType::f32) return reinterpret_cast<const float*>(src);
-  from_compute_dtype(compute_.data(), src, dtype_, params_.range(range).numel);
-  return compute_.data();
+  if (dtype_ == DType::f32) return {reinterpret_cast<const float*>(src)};
+  // bf16: the model reads the weight matrices from the gathered range itself; widen the rest.
+  const auto* h = reinterpret_cast<const bf16*>(src);
+  for (const Run& run : fp32_runs_[range])
+    floats_from_bf16(compute_.data() + run.offset, h + run.offset, run.numel);
+  return {compute_.data(), h};
 }
 
 void EngineParamSource::release_params(int range) {

@@ -14,9 +14,10 @@
 //            the refresh is waited for where the range is first used; with hpZ, the W_bwd secondary
 //            shard is then copied out of the gathered range (no traffic)
 //   backward all-gather of the W_bwd secondary shard over its domain, or of W_fwd as in forward
-// A replicated W is read from the local shard (after its refresh). In bf16 mode the gathered bf16
-// range is widened into one fp32 compute buffer (the model computes in fp32); in fp32 mode the model
-// reads the gather buffer itself.
+// A replicated W is read from the local shard (after its refresh). The model reads the gather buffer
+// itself: in fp32 mode all of it; in bf16 mode its weight matrices, which the matrix products widen
+// as they pack them, while the range's other tensors (LayerNorm, biases, wpe: a small part) are
+// widened into one fp32 compute buffer (model/param_source.hpp).
 //
 // Gradients. grad_buffer(r) hands out a zeroed fp32 full-range buffer from a small pool (or, when G
 // is replicated, the G buffer itself: accumulation in place); grads_ready(r) starts the
@@ -65,7 +66,7 @@ class EngineParamSource final : public ParamSource {
     poison_range_ = range;
   }
 
-  const float* acquire_params(int range) override;
+  AcquiredParams acquire_params(int range) override;
   void release_params(int range) override;
   float* grad_buffer(int range) override;
   void grads_ready(int range) override;
@@ -123,7 +124,11 @@ class EngineParamSource final : public ParamSource {
   std::vector<WeightBuffer> ring_;
   std::vector<Work> ring_work_;
   std::vector<QuantStats> ring_stats_;
-  std::vector<float> compute_;  // fp32 copy of the acquired range (bf16 mode)
+  struct Run {
+    std::size_t offset = 0, numel = 0;  // within a range, elements
+  };
+  std::vector<float> compute_;  // fp32 copy of the acquired range's non-matrix tensors (bf16 mode)
+  std::vector<std::vector<Run>> fp32_runs_;  // per range: what compute_ holds (bf16 mode)
   std::vector<std::unique_ptr<GradSlot>> slots_;
   std::deque<GradSlot*> in_flight_;
   double exposed_gather_s_ = 0;

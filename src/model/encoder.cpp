@@ -6,14 +6,20 @@
 
 namespace tz {
 
-void encoder_forward(float* out, const std::int32_t* tokens, const float* wte, const float* wpe, int B, int T,
+void encoder_forward(float* out, const std::int32_t* tokens, WeightRef wte, const float* wpe, int B, int T,
                      int C) {
   parallel_for(static_cast<std::size_t>(B) * T, 64, [&](std::size_t begin, std::size_t end) {
     for (std::size_t i = begin; i < end; ++i) {
-      const float* e = wte + static_cast<std::size_t>(tokens[i]) * C;
+      const std::size_t row = static_cast<std::size_t>(tokens[i]) * C;
       const float* p = wpe + (i % T) * C;
       float* o = out + i * C;
-      for (int c = 0; c < C; ++c) o[c] = e[c] + p[c];
+      if (wte.b16 != nullptr) {
+        const bf16* e = wte.b16 + row;
+        for (int c = 0; c < C; ++c) o[c] = to_float(e[c]) + p[c];
+      } else {
+        const float* e = wte.f32 + row;
+        for (int c = 0; c < C; ++c) o[c] = e[c] + p[c];
+      }
     }
   });
 }

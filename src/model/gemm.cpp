@@ -11,6 +11,7 @@
 // is the same for any thread count. Scratch buffers are kept per thread across calls.
 #include "model/gemm.hpp"
 
+#include <emmintrin.h>
 #include <xmmintrin.h>
 
 #include <algorithm>
@@ -18,7 +19,9 @@
 #include <cstring>
 #include <functional>
 #include <memory>
+#include <type_traits>
 
+#include "core/bf16.hpp"
 #include "core/cpu_features.hpp"
 #include "core/error.hpp"
 #include "core/parallel_for.hpp"
@@ -111,16 +114,33 @@ class Scratch {
   std::size_t size_ = 0;
 };
 
+// One element of op(B) or op(A) as the kernels read it: fp32 as stored, bf16 widened (exact).
+inline float widened(float x) {
+  return x;
+}
+inline float widened(bf16 x) {
+  return to_float(x);
+}
+
+// Four consecutive elements as fp32 lanes; bf16 bits go to the upper halves (SSE2: interleave with 0).
+inline __m128 load4(const float* p) {
+  return _mm_loadu_ps(p);
+}
+inline __m128 load4(const bf16* p) {
+  const __m128i h = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p));
+  return _mm_castsi128_ps(_mm_unpacklo_epi16(_mm_setzero_si128(), h));
+}
+
 // Copies a strided R x kc block into the packed layout dst[k * R + r] = rows[r][k]: 4 rows and 4 steps
 // at a time through an SSE 4 x 4 transpose, the rest one by one. rows[r] may repeat (edge panels).
-template <int R>
-void pack_transposed(float* dst, const float* const (&rows)[R], int kc) {
+template <int R, typename T>
+void pack_transposed(float* dst, const T* const (&rows)[R], int kc) {
   int k = 0;
   if constexpr (R % 4 == 0) {
     for (; k + 4 <= kc; k += 4)
       for (int r = 0; r < R; r += 4) {
-        __m128 a = _mm_loadu_ps(rows[r] + k), b = _mm_loadu_ps(rows[r + 1] + k),
-               c = _mm_loadu_ps(rows[r + 2] + k), d = _mm_loadu_ps(rows[r + 3] + k);
+        __m128 a = load4(rows[r] + k), b = load4(rows[r + 1] + k), c = load4(rows[r + 2] + k),
+               d = load4(rows[r + 3] + k);
         _MM_TRANSPOSE4_PS(a, b, c, d);
         float* o = dst + static_cast<std::size_t>(k) * R + r;
         _mm_storeu_ps(o, a);
@@ -130,23 +150,28 @@ void pack_transposed(float* dst, const float* const (&rows)[R], int kc) {
       }
   }
   for (; k < kc; ++k)
-    for (int r = 0; r < R; ++r) dst[static_cast<std::size_t>(k) * R + r] = rows[r][k];
+    for (int r = 0; r < R; ++r) dst[static_cast<std::size_t>(k) * R + r] = widened(rows[r][k]);
 }
 
 // Copies kc rows of panels p0 .. p1 (R floats each, `count` of them in total from the first panel on,
 // row stride ld) into panel p at dst + p * kc * R, dst[p][k * R + r]. Rows are read in long runs; each
 // panel is written in order.
-template <int R>
-void pack_rows(float* dst, const float* src, std::size_t ld, int kc, int p0, int p1, int count) {
+template <int R, typename T>
+void pack_rows(float* dst, const T* src, std::size_t ld, int kc, int p0, int p1, int count) {
   for (int k = 0; k < kc; ++k, src += ld)
     for (int p = p0; p < p1; ++p) {
-      const float* in = src + static_cast<std::size_t>(p) * R;
+      const T* in = src + static_cast<std::size_t>(p) * R;
       float* out = dst + (static_cast<std::size_t>(p) * kc + k) * R;
       const int n = std::min(R, count - p * R);
       if (n == R) {
-        std::memcpy(out, in, sizeof(float) * R);  // constant size: inlined vector moves
+        if constexpr (std::is_same_v<T, float>) {
+          std::memcpy(out, in, sizeof(float) * R);  // constant size: inlined vector moves
+        } else {
+          static_assert(R % 4 == 0);
+          for (int r = 0; r < R; r += 4) _mm_storeu_ps(out + r, load4(in + r));
+        }
       } else {
-        for (int r = 0; r < R; ++r) out[r] = r < n ? in[r] : 0.0f;
+        for (int r = 0; r < R; ++r) out[r] = r < n ? widened(in[r]) : 0.0f;
       }
     }
 }
@@ -161,19 +186,25 @@ void zero_tail(float* dst, int kc, int count) {
 
 // Panels p0 .. p1 of NR columns (from n0, nc columns in all) of op(B), rows k0 .. k0 + kc: panel p at
 // Bs + p * kc * NR. NR and MR are template arguments so that whole-panel copies unroll.
-template <int NR>
-void pack_b_panels(float* Bs, const GemmArgs& g, int n0, int nc, int p0, int p1, int k0, int kc) {
+template <int NR, typename T>
+void pack_b_from(float* Bs, const T* B, const GemmArgs& g, int n0, int nc, int p0, int p1, int k0, int kc) {
   if (!g.trans_b)
-    return pack_rows<NR>(Bs, g.B + static_cast<std::size_t>(k0) * g.ldb + n0, g.ldb, kc, p0, p1, nc);
+    return pack_rows<NR>(Bs, B + static_cast<std::size_t>(k0) * g.ldb + n0, g.ldb, kc, p0, p1, nc);
   for (int p = p0; p < p1; ++p) {
     const int ncols = std::min(NR, nc - p * NR);
-    const float* rows[NR];
+    const T* rows[NR];
     for (int j = 0; j < NR; ++j)
-      rows[j] = g.B + static_cast<std::size_t>(n0 + p * NR + std::min(j, ncols - 1)) * g.ldb + k0;
+      rows[j] = B + static_cast<std::size_t>(n0 + p * NR + std::min(j, ncols - 1)) * g.ldb + k0;
     float* out = Bs + static_cast<std::size_t>(p) * kc * NR;
     pack_transposed<NR>(out, rows, kc);
     zero_tail<NR>(out, kc, ncols);
   }
+}
+
+template <int NR>
+void pack_b_panels(float* Bs, const GemmArgs& g, int n0, int nc, int p0, int p1, int k0, int kc) {
+  if (g.B16 != nullptr) return pack_b_from<NR>(Bs, g.B16, g, n0, nc, p0, p1, k0, kc);
+  pack_b_from<NR>(Bs, g.B, g, n0, nc, p0, p1, k0, kc);
 }
 
 // Rows m0 .. m1 of op(A), steps k0 .. k0 + kc, as MR-high panels (panel i at Ap + i * kc * MR); adds
@@ -222,6 +253,7 @@ void check_args(const GemmArgs& g) {
   TZ_CHECK_GE(g.ldc, g.N);
   TZ_CHECK_GE(g.lda, g.trans_a ? g.M : g.K);
   TZ_CHECK_GE(g.ldb, g.trans_b ? g.K : g.N);
+  TZ_CHECK(g.B == nullptr || g.B16 == nullptr, "gemm: op(B) given both in fp32 and in bf16");
 }
 
 // K == 0: C = beta C + bias.
@@ -354,8 +386,9 @@ void gemm_ref(const GemmArgs& g) {
       for (int k = 0; k < g.K; ++k) {
         const float a = g.trans_a ? g.A[static_cast<std::size_t>(k) * g.lda + i]
                                   : g.A[static_cast<std::size_t>(i) * g.lda + k];
-        const float b = g.trans_b ? g.B[static_cast<std::size_t>(j) * g.ldb + k]
-                                  : g.B[static_cast<std::size_t>(k) * g.ldb + j];
+        const std::size_t at =
+            g.trans_b ? static_cast<std::size_t>(j) * g.ldb + k : static_cast<std::size_t>(k) * g.ldb + j;
+        const float b = g.B16 != nullptr ? to_float(g.B16[at]) : g.B[at];
         s += double(a) * b;
       }
       float* c = g.C + static_cast<std::size_t>(i) * g.ldc + j;

@@ -1,6 +1,8 @@
 // tierzero's own single-precision matrix product (row-major), used by every product of the model:
 //   C (M x N) = alpha op(A) op(B) + beta C + bias     op(X) = X or X^T, bias a length-N row or null
 // with optional row sums of op(A) (the bias gradient of a linear layer comes out of its dW product).
+// op(B) may be stored in bf16 (a weight gathered in bf16 by the sharded engine): packing widens it,
+// which is exact, so the product equals the one of the widened fp32 matrix bit for bit.
 // Kernels for AVX-512, AVX2+FMA and portable C++ are built in and chosen at run time (the fastest
 // this CPU runs, or the one set_gemm_isa forces); threads come from the model's pool (parallel_for),
 // so the model runs one threading runtime. gemm_ref is the plain triple loop (fp64 sums) it is tested
@@ -9,6 +11,8 @@
 #pragma once
 
 #include <string_view>
+
+#include "core/bf16.hpp"
 
 namespace tz {
 
@@ -27,6 +31,7 @@ struct GemmArgs {
   const float* A = nullptr;
   int lda = 0;
   const float* B = nullptr;
+  const bf16* B16 = nullptr;  // instead of B: op(B) stored in bf16, widened exactly while it is packed
   int ldb = 0;
   float beta = 0.0f;  // 0: C is only written (it may hold anything, NaN included)
   float* C = nullptr;

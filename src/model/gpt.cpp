@@ -62,22 +62,34 @@ Gpt::Gpt(const GptConfig& config, int B, int T, GptOptions options)
   targets_.resize(N);
 }
 
-void Gpt::block_forward(const BlockView<const float>& w, const float* x_in, const BlockActs& a,
-                        float* x_out) {
+Gpt::BlockParams Gpt::block_params(const AcquiredParams& p) const {
+  const BlockView<const float> v = block_view(layout_, p.f32);
+  if (p.b16 == nullptr) return {v, v.qkv_w, v.attn_proj_w, v.fc_w, v.mlp_proj_w};
+  const BlockView<const bf16> h = block_view(layout_, p.b16);
+  return {v, h.qkv_w, h.attn_proj_w, h.fc_w, h.mlp_proj_w};
+}
+
+WeightRef Gpt::wte(const AcquiredParams& p) const {
+  if (p.b16 == nullptr) return embedding_view(layout_, p.f32).wte;
+  return embedding_view(layout_, p.b16).wte;
+}
+
+void Gpt::block_forward(const BlockParams& p, const float* x_in, const BlockActs& a, float* x_out) {
+  const BlockView<const float>& w = p.v;
   const int N = B_ * T_, C = config().n_embd, H = config().n_head;
   using S = LayerSlot;
   timed(S::layernorm,
         [&] { layernorm_forward(a.ln1, a.ln1_mean, a.ln1_rstd, x_in, w.ln1_w, w.ln1_b, N, C); });
-  timed(S::qkv, [&] { matmul_forward(a.qkv, a.ln1, w.qkv_w, w.qkv_b, N, C, 3 * C); });
+  timed(S::qkv, [&] { matmul_forward(a.qkv, a.ln1, p.qkv_w, w.qkv_b, N, C, 3 * C); });
   timed(S::attention, [&] { attention_forward(a.atty, a.att, a.qkv, B_, T_, C, H); });
-  timed(S::attn_proj, [&] { matmul_forward(a.res2, a.atty, w.attn_proj_w, w.attn_proj_b, N, C, C); });
+  timed(S::attn_proj, [&] { matmul_forward(a.res2, a.atty, p.attn_proj_w, w.attn_proj_b, N, C, C); });
   timed(S::residual, [&] { residual_forward(a.res2, a.res2, x_in, static_cast<long>(N) * C); });
   timed(S::layernorm,
         [&] { layernorm_forward(a.ln2, a.ln2_mean, a.ln2_rstd, a.res2, w.ln2_w, w.ln2_b, N, C); });
-  timed(S::fc, [&] { matmul_forward(a.fch, a.ln2, w.fc_w, w.fc_b, N, C, 4 * C); });
+  timed(S::fc, [&] { matmul_forward(a.fch, a.ln2, p.fc_w, w.fc_b, N, C, 4 * C); });
   timed(S::gelu, [&] { gelu_forward(a.fch_gelu, a.fch, static_cast<long>(N) * 4 * C); });
   if (x_out) {
-    timed(S::mlp_proj, [&] { matmul_forward(x_out, a.fch_gelu, w.mlp_proj_w, w.mlp_proj_b, N, 4 * C, C); });
+    timed(S::mlp_proj, [&] { matmul_forward(x_out, a.fch_gelu, p.mlp_proj_w, w.mlp_proj_b, N, 4 * C, C); });
     timed(S::residual, [&] { residual_forward(x_out, x_out, a.res2, static_cast<long>(N) * C); });
   }
 }
@@ -94,24 +106,25 @@ float Gpt::forward(ParamSource& params, const std::int32_t* tokens, const std::i
   set_kernel_threads(options_.threads);
 
   const int E = ParameterLayout::embeddings_range(), F = layout_.final_ln_range();
-  auto emb = embedding_view(layout_, params.acquire_params(E));
-  timed(LayerSlot::encoder, [&] { encoder_forward(x_in_[0], tokens_.data(), emb.wte, emb.wpe, B_, T_, C); });
+  AcquiredParams e = params.acquire_params(E);
+  timed(LayerSlot::encoder, [&] {
+    encoder_forward(x_in_[0], tokens_.data(), wte(e), embedding_view(layout_, e.f32).wpe, B_, T_, C);
+  });
   params.release_params(E);
 
   for (int l = 0; l < L; ++l) {
     const int r = ParameterLayout::block_range(l);
-    auto w = block_view(layout_, params.acquire_params(r));
-    block_forward(w, x_in_[l], acts_for(l), x_in_[l + 1]);
+    block_forward(block_params(params.acquire_params(r)), x_in_[l], acts_for(l), x_in_[l + 1]);
     params.release_params(r);
   }
 
-  auto lnf = final_ln_view(layout_, params.acquire_params(F));
+  auto lnf = final_ln_view(layout_, params.acquire_params(F).f32);
   timed(LayerSlot::layernorm,
         [&] { layernorm_forward(lnf_, lnf_mean_, lnf_rstd_, x_in_[L], lnf.w, lnf.b, N, C); });
   params.release_params(F);
 
-  emb = embedding_view(layout_, params.acquire_params(E));
-  timed(LayerSlot::lm_head, [&] { matmul_forward(logits_, lnf_, emb.wte, nullptr, N, C, V); });
+  e = params.acquire_params(E);
+  timed(LayerSlot::lm_head, [&] { matmul_forward(logits_, lnf_, wte(e), nullptr, N, C, V); });
   float loss = std::numeric_limits<float>::quiet_NaN();
   if (targets)
     timed(LayerSlot::cross_entropy, [&] {
@@ -122,25 +135,26 @@ float Gpt::forward(ParamSource& params, const std::int32_t* tokens, const std::i
   return loss;
 }
 
-void Gpt::block_backward(const BlockView<const float>& w, const BlockView<float>& g, const float* x_in,
+void Gpt::block_backward(const BlockParams& p, const BlockView<float>& g, const float* x_in,
                          const BlockActs& a) {
+  const BlockView<const float>& w = p.v;
   const int N = B_ * T_, C = config().n_embd, H = config().n_head;
   using S = LayerSlot;
   // MLP half: x_out = res2 + mlp_proj(gelu(fc(ln_2(res2)))); dres holds d x_out.
   timed(S::mlp_proj, [&] {
-    matmul_backward(dfch_, g.mlp_proj_w, g.mlp_proj_b, dres_, a.fch_gelu, w.mlp_proj_w, N, 4 * C, C);
+    matmul_backward(dfch_, g.mlp_proj_w, g.mlp_proj_b, dres_, a.fch_gelu, p.mlp_proj_w, N, 4 * C, C);
   });
   timed(S::gelu, [&] { gelu_backward(dfch_, a.fch, dfch_, static_cast<long>(N) * 4 * C); });
-  timed(S::fc, [&] { matmul_backward(dln_, g.fc_w, g.fc_b, dfch_, a.ln2, w.fc_w, N, C, 4 * C); });
+  timed(S::fc, [&] { matmul_backward(dln_, g.fc_w, g.fc_b, dfch_, a.ln2, p.fc_w, N, C, 4 * C); });
   timed(S::layernorm, [&] {
     layernorm_backward(dres_, g.ln2_w, g.ln2_b, dln_, a.res2, w.ln2_w, a.ln2_mean, a.ln2_rstd, N, C);
   });
   // Attention half: res2 = x_in + proj(attn(qkv(ln_1(x_in)))); dres now holds d res2.
   timed(S::attn_proj, [&] {
-    matmul_backward(datty_, g.attn_proj_w, g.attn_proj_b, dres_, a.atty, w.attn_proj_w, N, C, C);
+    matmul_backward(datty_, g.attn_proj_w, g.attn_proj_b, dres_, a.atty, p.attn_proj_w, N, C, C);
   });
   timed(S::attention, [&] { attention_backward(dqkv_, datty_, a.qkv, a.att, B_, T_, C, H); });
-  timed(S::qkv, [&] { matmul_backward(dln_, g.qkv_w, g.qkv_b, dqkv_, a.ln1, w.qkv_w, N, C, 3 * C); });
+  timed(S::qkv, [&] { matmul_backward(dln_, g.qkv_w, g.qkv_b, dqkv_, a.ln1, p.qkv_w, N, C, 3 * C); });
   timed(S::layernorm, [&] {
     layernorm_backward(dres_, g.ln1_w, g.ln1_b, dln_, x_in, w.ln1_w, a.ln1_mean, a.ln1_rstd, N, C);
   });
@@ -160,13 +174,12 @@ void Gpt::backward(ParamSource& params, float grad_scale) {
     softmax_cross_entropy_backward(dlogits, probs_, targets_.data(), grad_scale / static_cast<float>(N), N,
                                    V);
   });
-  auto emb = embedding_view(layout_, params.acquire_params(E));
+  const WeightRef head = wte(params.acquire_params(E));
   auto demb = embedding_view(layout_, params.grad_buffer(E));
-  timed(LayerSlot::lm_head,
-        [&] { matmul_backward(dln_, demb.wte, nullptr, dlogits, lnf_, emb.wte, N, C, V); });
+  timed(LayerSlot::lm_head, [&] { matmul_backward(dln_, demb.wte, nullptr, dlogits, lnf_, head, N, C, V); });
   params.release_params(E);
 
-  auto lnf = final_ln_view(layout_, params.acquire_params(F));
+  auto lnf = final_ln_view(layout_, params.acquire_params(F).f32);
   auto dlnf = final_ln_view(layout_, params.grad_buffer(F));
   std::fill(dres_, dres_ + static_cast<std::size_t>(N) * C, 0.0f);
   timed(LayerSlot::layernorm, [&] {
@@ -177,7 +190,7 @@ void Gpt::backward(ParamSource& params, float grad_scale) {
 
   for (int l = L - 1; l >= 0; --l) {
     const int r = ParameterLayout::block_range(l);
-    auto w = block_view(layout_, params.acquire_params(r));
+    const BlockParams w = block_params(params.acquire_params(r));
     auto g = block_view(layout_, params.grad_buffer(r));
     if (options_.recompute) {
       backward_pass_ = false;

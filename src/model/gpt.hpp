@@ -13,6 +13,7 @@
 
 #include "model/gpt_config.hpp"
 #include "model/layer_profile.hpp"
+#include "model/layers.hpp"
 #include "model/param_source.hpp"
 #include "model/parameter_layout.hpp"
 
@@ -51,9 +52,17 @@ class Gpt {
   struct BlockActs {
     float *ln1, *ln1_mean, *ln1_rstd, *qkv, *att, *atty, *res2, *ln2, *ln2_mean, *ln2_rstd, *fch, *fch_gelu;
   };
-  void block_forward(const BlockView<const float>& w, const float* x_in, const BlockActs& a, float* x_out);
-  void block_backward(const BlockView<const float>& w, const BlockView<float>& g, const float* x_in,
-                      const BlockActs& a);
+  // A block's parameters as acquired: the fp32 view, and its four weight matrices from the bf16 copy
+  // when the source served one (param_source.hpp), else from the fp32 view.
+  struct BlockParams {
+    BlockView<const float> v;
+    WeightRef qkv_w, attn_proj_w, fc_w, mlp_proj_w;
+  };
+  BlockParams block_params(const AcquiredParams& p) const;
+  // wte of the embeddings range as acquired.
+  WeightRef wte(const AcquiredParams& p) const;
+  void block_forward(const BlockParams& w, const float* x_in, const BlockActs& a, float* x_out);
+  void block_backward(const BlockParams& w, const BlockView<float>& g, const float* x_in, const BlockActs& a);
   const BlockActs& acts_for(int layer) const { return blocks_[options_.recompute ? 0 : layer]; }
   // Runs f, timing it into `slot` when profiling (backward_pass_: into the backward column).
   template <class F>

@@ -9,13 +9,25 @@
 
 #include <cstdint>
 
+#include "core/bf16.hpp"
+
 namespace tz {
+
+// A weight matrix the layers only read: fp32, or bf16 (as a sharded engine gathers it in bf16 mode),
+// which the layers widen exactly as they read it, so results are bitwise those of the widened fp32
+// matrix. Converts implicitly from either pointer.
+struct WeightRef {
+  const float* f32 = nullptr;
+  const bf16* b16 = nullptr;
+  WeightRef(const float* p) : f32(p) {}  // NOLINT(google-explicit-constructor): either pointer is a weight
+  WeightRef(const bf16* p) : b16(p) {}   // NOLINT(google-explicit-constructor)
+};
 
 // ---- token + position embedding (encoder.cpp) ----
 // out[b,t,:] = wte[tokens[b,t],:] + wpe[t,:]
 void encoder_forward(float* out,                  // (B, T, C)
                      const std::int32_t* tokens,  // (B, T)
-                     const float* wte,            // (V, C)
+                     WeightRef wte,               // (V, C)
                      const float* wpe,            // (P, C), P >= T
                      int B, int T, int C);
 // dwte[tokens[b,t],:] += dout[b,t,:]; dwpe[t,:] += sum_b dout[b,t,:]
@@ -41,14 +53,14 @@ void layernorm_backward_ref(float* dinp, float* dweight, float* dbias, const flo
 
 // ---- linear layer (matmul.cpp) ----
 // out = inp weight^T + bias (weight stored (OC, C) as nn.Linear); bias may be null.
-void matmul_forward(float* out,           // (N, OC)
-                    const float* inp,     // (N, C)
-                    const float* weight,  // (OC, C)
-                    const float* bias,    // (OC) or null
+void matmul_forward(float* out,         // (N, OC)
+                    const float* inp,   // (N, C)
+                    WeightRef weight,   // (OC, C)
+                    const float* bias,  // (OC) or null
                     int N, int C, int OC);
 // dinp = dout weight (overwritten); dweight += dout^T inp; dbias += column sums of dout (if non-null).
 void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
-                     const float* weight, int N, int C, int OC);
+                     WeightRef weight, int N, int C, int OC);
 void matmul_forward_ref(float* out, const float* inp, const float* weight, const float* bias, int N, int C,
                         int OC);
 void matmul_backward_ref(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,

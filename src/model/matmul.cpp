@@ -8,15 +8,15 @@
 
 namespace tz {
 
-void matmul_forward(float* out, const float* inp, const float* weight, const float* bias, int N, int C,
-                    int OC) {
+void matmul_forward(float* out, const float* inp, WeightRef weight, const float* bias, int N, int C, int OC) {
   gemm({.trans_b = true,
         .M = N,
         .N = OC,
         .K = C,
         .A = inp,
         .lda = C,
-        .B = weight,
+        .B = weight.f32,
+        .B16 = weight.b16,
         .ldb = C,
         .C = out,
         .ldc = OC,
@@ -24,8 +24,17 @@ void matmul_forward(float* out, const float* inp, const float* weight, const flo
 }
 
 void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
-                     const float* weight, int N, int C, int OC) {
-  gemm({.M = N, .N = C, .K = OC, .A = dout, .lda = OC, .B = weight, .ldb = C, .C = dinp, .ldc = C});
+                     WeightRef weight, int N, int C, int OC) {
+  gemm({.M = N,
+        .N = C,
+        .K = OC,
+        .A = dout,
+        .lda = OC,
+        .B = weight.f32,
+        .B16 = weight.b16,
+        .ldb = C,
+        .C = dinp,
+        .ldc = C});
   gemm({.trans_a = true,
         .M = OC,
         .N = C,

@@ -18,20 +18,33 @@
 //             encoder backward (needs no parameters: dwte, dwpe scatter), grads_ready E.
 // Backward ACCUMULATES (+=) into grad_buffer(r): gradient accumulation over micro-batches is the
 // caller's zeroing policy. grads_ready(r) fires once per backward (per micro-batch).
+//
+// An acquired range comes in fp32, or (a source that holds it in bf16) also in bf16: then the model
+// reads the range's weight matrices (ParamTensor::weight_matrix) from the bf16 copy, widening as the
+// products pack them, and only the other tensors (LayerNorm, biases, wpe) from the fp32 one. That
+// spares a sharded rank widening every gathered matrix into fp32 before each use; the results are
+// bitwise the same, widening being exact.
 #pragma once
 
 #include <cstddef>
 
+#include "core/bf16.hpp"
 #include "model/parameter_layout.hpp"
 
 namespace tz {
 
+struct AcquiredParams {
+  // The range's numel values; with b16 set, only the tensors that are not weight matrices.
+  const float* f32 = nullptr;
+  const bf16* b16 = nullptr;  // null, or the whole range in bf16
+};
+
 class ParamSource {
  public:
   virtual ~ParamSource() = default;
-  // Called before a range is used (forward or backward); the pointer holds the range's numel floats
-  // and stays valid until release_params(range).
-  virtual const float* acquire_params(int range) = 0;
+  // Called before a range is used (forward or backward); the pointers stay valid until
+  // release_params(range).
+  virtual AcquiredParams acquire_params(int range) = 0;
   // The model is done with the range for now.
   virtual void release_params(int range) = 0;
   // Where backward accumulates (+=) this range's gradients: numel floats.
@@ -45,7 +58,7 @@ class ResidentParams final : public ParamSource {
  public:
   ResidentParams(const ParameterLayout& layout, const float* params, float* grads)
       : layout_(layout), params_(params), grads_(grads) {}
-  const float* acquire_params(int range) override { return params_ + layout_.range(range).offset; }
+  AcquiredParams acquire_params(int range) override { return {params_ + layout_.range(range).offset}; }
   void release_params(int) override {}
   float* grad_buffer(int range) override { return grads_ + layout_.range(range).offset; }
   void grads_ready(int) override {}

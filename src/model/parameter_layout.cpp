@@ -17,8 +17,10 @@ ParameterLayout::ParameterLayout(const GptConfig& config) : config_(config) {
     std::size_t n = 1;
     for (auto s : shape) n *= s;
     ParamRange& r = ranges_.back();
+    // Weight matrices: wte and the linear weights (2-D, decayed), not wpe (added row by row in fp32).
+    const bool matrix = shape.size() == 2 && name != "wpe";
     tensors_.push_back({std::move(name), static_cast<int>(ranges_.size()) - 1, offset, offset - r.offset, n,
-                        std::move(shape), decay, tied});
+                        std::move(shape), decay, tied, matrix});
     offset += n;
     r.numel += n;
   };

@@ -40,6 +40,9 @@ struct ParamTensor {
   std::vector<std::size_t> shape;
   bool weight_decay = false;
   bool tied = false;
+  // Read by the model only through WeightRef (model/layers.hpp): a matrix product's weight or
+  // embedding rows (wte and the linear weights), so a ParamSource may serve it in bf16.
+  bool weight_matrix = false;
 };
 
 // The tensors of one transformer block, in range order; index into ParameterLayout::block_tensor_offsets().

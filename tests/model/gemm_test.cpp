@@ -2,7 +2,7 @@
 // transpose cases, edge sizes that leave partial MR x NR tiles and K slices, alpha/beta/bias and the
 // row sums (under a tolerance on random inputs, bit for bit on small-integer inputs, where every order
 // of summation is exact); and the property the parity tests lean on: the result is bitwise the same
-// for any thread count.
+// for any thread count; and op(B) from bf16 storage equals the product of its widened fp32 copy.
 #include "model/gemm.hpp"
 
 #include <gtest/gtest.h>
@@ -12,6 +12,8 @@
 #include <random>
 #include <string>
 
+#include "core/bf16.hpp"
+#include "core/error.hpp"
 #include "model/kernel_threads.hpp"
 #include "test_util.hpp"
 
@@ -132,6 +134,61 @@ TEST_P(Gemm, EqualsRefBitwiseOnExactInputs) {
       }
     }
   }
+}
+
+// op(B) stored in bf16 (as the sharded engine gathers weights in bf16 mode) is widened exactly while
+// it is packed, so the product is bitwise the one of the widened fp32 matrix, on every transpose case
+// and edge shape; gemm_ref reads it the same way.
+TEST_P(Gemm, Bf16BEqualsItsWidenedFp32Bitwise) {
+  for (int threads : {1, 2}) {
+    set_kernel_threads(threads);
+    for (const Shape& s : kShapes) {
+      const auto A = randn(static_cast<std::size_t>(s.M + 3) * (s.K + 3), 1);
+      const auto B = randn(static_cast<std::size_t>(s.N + 2) * (s.K + 2), 2);
+      std::vector<bf16> B16(B.size());
+      std::vector<float> widened(B.size());
+      for (std::size_t i = 0; i < B.size(); ++i) {
+        B16[i] = to_bf16(B[i]);
+        widened[i] = to_float(B16[i]);
+      }
+      const auto bias = randn(s.N, 3);
+      const std::size_t c_size = static_cast<std::size_t>(s.M) * (s.N + 5);
+      const std::string what = std::to_string(s.M) + "x" + std::to_string(s.N) + "x" + std::to_string(s.K) +
+                               (s.tb ? " B^T" : "") + ", " + std::to_string(threads) + " threads";
+      for (float beta : {0.0f, 1.0f}) {
+        std::vector<float> C = randn(c_size, 4), C16 = C, C_ref = C, C16_ref = C;
+        std::vector<float> sums = randn(s.M, 5), sums16 = sums;
+        gemm(args_for(s, A, widened, C.data(), bias.data(), sums.data(), 0.75f, beta));
+        GemmArgs g16 = args_for(s, A, widened, C16.data(), bias.data(), sums16.data(), 0.75f, beta);
+        g16.B = nullptr;
+        g16.B16 = B16.data();
+        gemm(g16);
+        EXPECT_EQ(C16, C) << what << ", beta " << beta;
+        EXPECT_EQ(sums16, sums) << what << ": row sums";
+        gemm_ref(args_for(s, A, widened, C_ref.data(), bias.data(), nullptr, 0.75f, beta));
+        g16.C = C16_ref.data();
+        g16.a_row_sums = nullptr;
+        gemm_ref(g16);
+        EXPECT_EQ(C16_ref, C_ref) << what << ": gemm_ref";
+      }
+    }
+  }
+}
+
+TEST(GemmArgsCheck, BothFp32AndBf16BIsRefused) {
+  std::vector<float> A(4, 1.0f), B(4, 1.0f), C(4);
+  std::vector<bf16> B16(4);
+  const GemmArgs g{.M = 2,
+                   .N = 2,
+                   .K = 2,
+                   .A = A.data(),
+                   .lda = 2,
+                   .B = B.data(),
+                   .B16 = B16.data(),
+                   .ldb = 2,
+                   .C = C.data(),
+                   .ldc = 2};
+  EXPECT_THROW(gemm(g), InternalError);
 }
 
 TEST_P(Gemm, ResultDoesNotDependOnTheThreadCount) {

@@ -6,8 +6,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <random>
 
+#include "core/bf16.hpp"
 #include "model/gpt_init.hpp"
 #include "test_util.hpp"
 #include "train/trainer_single.hpp"
@@ -116,6 +118,62 @@ TEST(Gpt, ThreadCountChangesNoBit) {
       EXPECT_TRUE(std::equal(grads.begin() + t.offset, grads.begin() + t.offset + t.numel,
                              first_grads.begin() + t.offset))
           << t.name << ", " << threads << " threads";
+  }
+}
+
+// A source that serves each range as the sharded engine does in bf16 mode: the whole range in bf16,
+// and in fp32 only the tensors that are not weight matrices; the fp32 copy of every weight matrix is
+// NaN, so a read of it instead of the bf16 copy shows in the loss.
+class Bf16Params final : public ParamSource {
+ public:
+  Bf16Params(const ParameterLayout& l, const std::vector<float>& widened, float* grads)
+      : layout_(l), b16_(widened.size()), f32_(widened.size(), std::nanf("")), grads_(grads) {
+    for (std::size_t i = 0; i < widened.size(); ++i) b16_[i] = to_bf16(widened[i]);
+    for (const auto& t : l.tensors())
+      if (!t.weight_matrix) std::copy_n(widened.begin() + t.offset, t.numel, f32_.begin() + t.offset);
+  }
+  AcquiredParams acquire_params(int r) override {
+    const std::size_t at = layout_.range(r).offset;
+    return {f32_.data() + at, b16_.data() + at};
+  }
+  void release_params(int) override {}
+  float* grad_buffer(int r) override { return grads_ + layout_.range(r).offset; }
+  void grads_ready(int) override {}
+
+ private:
+  const ParameterLayout& layout_;
+  std::vector<bf16> b16_;
+  std::vector<float> f32_;
+  float* grads_;
+};
+
+// Weight matrices read from bf16 (widened inside the products and the embedding lookup) give the
+// loss, logits and every gradient bit for bit as the same values held in fp32, with and without
+// recomputation.
+TEST(Gpt, Bf16WeightMatricesEqualTheirWidenedFp32Bitwise) {
+  for (bool recompute : {false, true}) {
+    Fixture f(GptOptions{.recompute = recompute});
+    for (auto& p : f.params) p = to_float(to_bf16(p));  // values bf16 holds exactly
+    f.grad();
+    const double loss = f.loss();
+    const std::vector<float> logits(f.model.logits(), f.model.logits() + kB * kT * kCfg.vocab_size);
+    std::vector<float> grads(f.params.size(), 0.0f);
+    Bf16Params src(f.model.layout(), f.params, grads.data());
+    EXPECT_EQ(f.model.forward(src, f.tokens.data(), f.targets.data()), loss) << "recompute " << recompute;
+    EXPECT_TRUE(std::equal(logits.begin(), logits.end(), f.model.logits())) << "recompute " << recompute;
+    f.model.backward(src);
+    for (const auto& t : f.model.layout().tensors())
+      EXPECT_TRUE(std::equal(grads.begin() + t.offset, grads.begin() + t.offset + t.numel,
+                             f.grads.begin() + t.offset))
+          << t.name << ", recompute " << recompute;
+  }
+}
+
+TEST(ParameterLayout, WeightMatricesAreWteAndTheLinearWeights) {
+  const ParameterLayout l(kCfg);
+  for (const auto& t : l.tensors()) {
+    const bool linear = t.name.ends_with(".weight") && t.shape.size() == 2;
+    EXPECT_EQ(t.weight_matrix, t.name == "wte" || linear) << t.name;
   }
 }
 

@@ -149,7 +149,7 @@ TEST(Flops, FormulaMatchesHandCount) {
 class RecordingParams : public ParamSource {
  public:
   RecordingParams(const ParameterLayout& l, const float* p, float* g) : inner_(l, p, g) {}
-  const float* acquire_params(int r) override {
+  AcquiredParams acquire_params(int r) override {
     EXPECT_EQ(held_, -1) << "at most one range acquired at a time";
     held_ = r;
     events.push_back({RangeEvent::Kind::acquire, r});
