@@ -15,6 +15,8 @@ namespace {
 // Gradient slots alive at once: the embedding's (held through the whole backward), the one being
 // computed, and reductions in flight.
 constexpr std::size_t kMaxGradSlots = 4;
+// Floats narrowed and then cleared at a time (16 KiB: stays in L1 between the two).
+constexpr std::size_t kClearPiece = 4096;
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -192,7 +194,9 @@ float* EngineParamSource::grad_buffer(int range) {
     if (s->range == range && !s->in_flight) return s->full.data();
   GradSlot& slot = free_slot();
   slot.range = range;
-  std::fill_n(slot.full.begin(), layout_.padded_numel(range), 0.0f);
+  const std::size_t n = layout_.padded_numel(range);
+  std::fill_n(slot.full.begin(), std::min(slot.dirty_numel, n), 0.0f);
+  slot.dirty_numel = n;
   return slot.full.data();
 }
 
@@ -213,7 +217,16 @@ void EngineParamSource::grads_ready(int range) {
   const void* send = slot->full.data();
   if (!qgz_ &&
       dtype_ != DType::f32) {  // qgZ quantizes the fp32 gradient; else it travels in the compute dtype
-    to_compute_dtype(slot->send.at(0), dtype_, slot->full.data(), layout_.padded_numel(range));
+    // Narrow, and clear the fp32 buffer for its next range while each piece is still in cache (one
+    // pass over it instead of a second one in grad_buffer).
+    auto* out = reinterpret_cast<bf16*>(slot->send.at(0));
+    const std::size_t n = layout_.padded_numel(range);
+    for (std::size_t i = 0; i < n; i += kClearPiece) {
+      const std::size_t m = std::min(kClearPiece, n - i);
+      bf16_from_floats(out + i, slot->full.data() + i, m);
+      std::fill_n(slot->full.data() + i, m, 0.0f);
+    }
+    slot->dirty_numel = 0;
     send = slot->send.at(0);
   }
   const Work reduced =

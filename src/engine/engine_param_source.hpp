@@ -20,7 +20,8 @@
 // widened into one fp32 compute buffer (model/param_source.hpp).
 //
 // Gradients. grad_buffer(r) hands out a zeroed fp32 full-range buffer from a small pool (or, when G
-// is replicated, the G buffer itself: accumulation in place); grads_ready(r) starts the
+// is replicated, the G buffer itself: accumulation in place; in bf16 mode the narrowing into the
+// send buffer clears it for its next range in the same pass); grads_ready(r) starts the
 // reduce-scatter over G's domain (in the compute dtype, or qgZ INT4) into a shard-sized buffer and,
 // behind it on the gradient host stream (quant/host_stream.hpp), the addition of the result into the
 // fp32 G shard. On the step's last micro-batch that addition makes the range's G shard final, and
@@ -89,11 +90,12 @@ class EngineParamSource final : public ParamSource {
   };
   struct GradSlot {
     int range = -1;
-    std::vector<float> full;  // (padded range) fp32, what the model accumulates into
-    WeightBuffer send;        // compute-dtype copy sent in bf16 mode
-    WeightBuffer shard;       // compute-dtype (or fp32 for qgZ) reduced shard
-    QuantStats stats;         // of the reduction, complete once `work` is
-    Work work;                // the reduction and the addition into the G shard
+    std::vector<float> full;      // (padded range) fp32, what the model accumulates into
+    std::size_t dirty_numel = 0;  // full[i] is 0 for every i >= dirty_numel
+    WeightBuffer send;            // compute-dtype copy sent in bf16 mode
+    WeightBuffer shard;           // compute-dtype (or fp32 for qgZ) reduced shard
+    QuantStats stats;             // of the reduction, complete once `work` is
+    Work work;                    // the reduction and the addition into the G shard
     bool in_flight = false;
   };
 
