@@ -40,7 +40,11 @@ steps=${STEPS:-20}
 warmup=${WARMUP:-5}
 reps=${REPS:-3}
 cores=${CORES:-$(nproc)}
-[ -x "$bin" ] || bash scripts/build.sh build >/dev/null
+if [ -n "${TZ_BIN:-}" ]; then  # a binary named by the user must be one: no silent build of another
+  [ -f "$bin" ] && [ -x "$bin" ] || { echo "calibrate_machine: $bin is not an executable tierzero binary" >&2; exit 2; }
+elif [ ! -x "$bin" ]; then
+  bash scripts/build.sh build >/dev/null
+fi
 mkdir -p "$out"
 : >"$out/load.txt"
 load() { echo "$1: $(uptime | sed 's/.*load average: //')" | tee -a "$out/load.txt"; }

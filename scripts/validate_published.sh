@@ -20,7 +20,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=${1:-build/tierzero}
-[ -x "$bin" ] || bash scripts/build.sh build >/dev/null
+if [ -n "${1:-}" ]; then  # a binary named by the user must be one: no silent build of another
+  [ -f "$bin" ] && [ -x "$bin" ] || { echo "validate_published: $bin is not an executable tierzero binary" >&2; exit 2; }
+elif [ ! -x "$bin" ]; then
+  bash scripts/build.sh build >/dev/null
+fi
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 python3 - "$bin" "$out" <<'EOF'
