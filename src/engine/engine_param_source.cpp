@@ -196,7 +196,7 @@ float* EngineParamSource::grad_buffer(int range) {
   slot.range = range;
   const std::size_t n = layout_.padded_numel(range);
   std::fill_n(slot.full.begin(), std::min(slot.dirty_numel, n), 0.0f);
-  slot.dirty_numel = n;
+  slot.dirty_numel = std::max(slot.dirty_numel, n);  // a larger range before may have left more
   return slot.full.data();
 }
 
@@ -226,6 +226,8 @@ void EngineParamSource::grads_ready(int range) {
       bf16_from_floats(out + i, slot->full.data() + i, m);
       std::fill_n(slot->full.data() + i, m, 0.0f);
     }
+    if (slot->dirty_numel > n)
+      std::fill(slot->full.begin() + n, slot->full.begin() + slot->dirty_numel, 0.0f);
     slot->dirty_numel = 0;
     send = slot->send.at(0);
   }

@@ -7,7 +7,10 @@ set(TZ_CK_RUN $<TARGET_FILE:tierzero> train --no-progress --log-every 1
     --config ${CMAKE_CURRENT_LIST_DIR}/configs/resume_fp32.json)
 set(TZ_CK_COMPARE ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/compare_metrics.py)
 
-add_test(NAME ckpt_mpi_clean COMMAND ${CMAKE_COMMAND} -E rm -rf ${TZ_CK_DIR})
+# Emptied and made again: runs write their --metrics files into it, and which run comes first
+# depends on CTest's scheduling.
+add_test(NAME ckpt_mpi_clean COMMAND ${Python3_EXECUTABLE} -c
+         "import os, shutil, sys; shutil.rmtree(sys.argv[1], True); os.makedirs(sys.argv[1])" ${TZ_CK_DIR})
 set_tests_properties(ckpt_mpi_clean PROPERTIES FIXTURES_SETUP ckpt_dir LABELS mpi)
 function(tz_ck_test name np)
   cmake_parse_arguments(C "" "PASS;SETUP;REQUIRES" "ARGS" ${ARGN})
