@@ -91,6 +91,31 @@ for k, label in (("A", "hardware figures only"), ("B", "calibrated on 2-4 nodes,
     worst = ", ".join(f"{op} {p} GCDs {s} MiB {e:.0f}%" for e, op, p, s in v[:3])
     print(f"   {k} ({label}): {within} of {len(v)} points from 16 MiB up within 25%; worst: {worst}")
 
+# What a miss of B means: every published multi-node point with the same per-rank block (a ring's step
+# time is a function of its block, so B predicts one busbw per block), and the band a prediction for
+# that block must fall in to be within 25% of every required point (the tables above, 16 MiB up,
+# predicted rows) that shares it.
+def same_block(op, block):
+    c = next(c for c in frontier["collective_curves"] if c["op"] == op and len(c["tiers"]) == 3)
+    return [(r["group_size"], r["busbw_GBps"][i]) for r in c["rows"] for i, sz in enumerate(c["sizes_bytes"])
+            if sz == block * r["group_size"]]
+for e, op, p, s in sorted(stats["B"], reverse=True):
+    if e <= 25: break
+    block = s * MiB // p
+    pts = same_block(op, block)
+    req = [published(op, q, t) for q in published_rows[op] for t in sizes
+           if q > 32 and t >= 16 and t * MiB // q == block]
+    lo, hi = 0.75 * max(req), 1.25 * min(req)  # |prediction / published - 1| <= 25% at each
+    gm = 1.0
+    for _, v in pts: gm *= v ** (1 / len(pts))
+    print(f"   {op} at a {block // 1024} KiB block per rank, published at every GCD count: "
+          + ", ".join(f"{v:.2f} ({q})" for q, v in pts)
+          + f"; geometric mean {gm:.2f}, spread -{100 * (1 - min(v for _, v in pts) / gm):.0f}%"
+          + f"/+{100 * (max(v for _, v in pts) / gm - 1):.0f}%, not monotone in the GCD count")
+    band = f"{lo:.2f}-{hi:.2f} GB/s" if lo <= hi else f"none (it would need at least {lo:.2f} and at most {hi:.2f})"
+    print(f"     a per-block prediction within 25% of the {len(req)} required points at this block: {band};"
+          f" the 2-4-node calibration measures {dict(pts).get(32, float('nan')):.2f} (32 GCDs)")
+
 # ---------------------------------------------------------------- 2. paper ratios
 PAPER = {"zeropp/zero3": 1.405, "three-level/zeropp": 1.71, "efficiency": 0.94}
 TL_B = f"{out}/three-level-B.json"
