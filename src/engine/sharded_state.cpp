@@ -18,15 +18,6 @@ void to_compute_dtype(std::byte* out, DType dtype, const float* in, std::size_t 
   bf16_from_floats(reinterpret_cast<bf16*>(out), in, n);
 }
 
-void from_compute_dtype(float* out, const std::byte* in, DType dtype, std::size_t n) {
-  if (dtype == DType::f32) {
-    if (n > 0) std::memcpy(out, in, n * sizeof(float));
-    return;
-  }
-  TZ_CHECK(dtype == DType::bf16, "compute dtype {}", dtype_name(dtype));
-  floats_from_bf16(out, reinterpret_cast<const bf16*>(in), n);
-}
-
 ShardedState::ShardedState(const ShardLayout& layout, const ParameterLayout& params, int rank,
                            std::uint64_t seed)
     : layout_(layout), rank_(rank) {

@@ -33,9 +33,8 @@ class WeightBuffer {
   std::vector<std::byte> bytes_;
 };
 
-// Converts n elements between fp32 and a compute dtype (a copy for f32, rounding for bf16).
+// Converts n fp32 elements to a compute dtype (a copy for f32, rounding for bf16).
 void to_compute_dtype(std::byte* out, DType dtype, const float* in, std::size_t n);
-void from_compute_dtype(float* out, const std::byte* in, DType dtype, std::size_t n);
 
 class ShardedState {
  public:
