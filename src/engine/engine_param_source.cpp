@@ -226,6 +226,7 @@ void EngineParamSource::grads_ready(int range) {
       bf16_from_floats(out + i, slot->full.data() + i, m);
       std::fill_n(slot->full.data() + i, m, 0.0f);
     }
+    // Only a buffer whose last use never reached here (a backward that threw) can hold more.
     if (slot->dirty_numel > n)
       std::fill(slot->full.begin() + n, slot->full.begin() + slot->dirty_numel, 0.0f);
     slot->dirty_numel = 0;

@@ -17,7 +17,7 @@ ParameterLayout::ParameterLayout(const GptConfig& config) : config_(config) {
     std::size_t n = 1;
     for (auto s : shape) n *= s;
     ParamRange& r = ranges_.back();
-    // Weight matrices: wte and the linear weights (2-D, decayed), not wpe (added row by row in fp32).
+    // Weight matrices: wte and the linear weights (the 2-D tensors), not wpe (added row by row in fp32).
     const bool matrix = shape.size() == 2 && name != "wpe";
     tensors_.push_back({std::move(name), static_cast<int>(ranges_.size()) - 1, offset, offset - r.offset, n,
                         std::move(shape), decay, tied, matrix});
