@@ -1,8 +1,14 @@
 #include "optim/adamw.hpp"
 
+#include <immintrin.h>
+
+#include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <limits>
+#include <mutex>
 
+#include "core/cpu_features.hpp"
 #include "core/error.hpp"
 #include "core/parallel_for.hpp"
 
@@ -18,73 +24,197 @@ void check_segments(std::span<const DecaySegment> segments, std::size_t n) {
   TZ_CHECK_EQ(covered, n);
 }
 
-// The new (p, m, v) of one element: the one formula of the update and of its non-finite count.
-// L2: Adam's weight decay l2 * p enters the gradient (decay_factor is then 1).
+// The step's constants. L2: Adam's weight decay l2 * p enters the gradient (decay_factor is then 1).
+struct AdamWConstants {
+  float decay_factor, l2, b1, b2, step_size, inv_sqrt_bc2, eps, grad_scale;
+};
+
+// The new (p, m, v) of one element: the one formula of the update and of its non-finite count. The
+// AVX2 loop below repeats it operation for operation (no fused multiply-add: the baseline ISA has
+// none and the AVX2 target enables none), so both paths give the same bits.
 struct AdamWElement {
   float p, m, v;
 };
 template <bool L2>
-inline AdamWElement adamw_element(float p, float g, float m, float v, float decay_factor, float l2, float b1,
-                                  float b2, float step_size, float inv_sqrt_bc2, float eps,
-                                  float grad_scale) {
-  float gi = g * grad_scale;
-  if constexpr (L2) gi += l2 * p;
-  const float mi = b1 * m + (1.0f - b1) * gi;
-  const float vi = b2 * v + (1.0f - b2) * gi * gi;
-  return {p * decay_factor - step_size * mi / (std::sqrt(vi) * inv_sqrt_bc2 + eps), mi, vi};
+inline AdamWElement adamw_element(float p, float g, float m, float v, const AdamWConstants& k) {
+  float gi = g * k.grad_scale;
+  if constexpr (L2) gi += k.l2 * p;
+  const float mi = k.b1 * m + (1.0f - k.b1) * gi;
+  const float vi = k.b2 * v + (1.0f - k.b2) * gi * gi;
+  return {p * k.decay_factor - k.step_size * mi / (std::sqrt(vi) * k.inv_sqrt_bc2 + k.eps), mi, vi};
 }
 
-// One run with a fixed decay flag; written so that gcc vectorizes it (no reductions, no branches).
+// The segment rule: decoupled decay scales p, Adam's L2 enters the gradient.
+bool uses_l2(const AdamWParams& hp, bool decay) {
+  return !hp.decoupled && decay && hp.weight_decay != 0.0f;
+}
+
+AdamWConstants constants_for(const AdamWParams& hp, bool decay, int step, float grad_scale) {
+  const float bc1 = 1.0f - std::pow(hp.beta1, static_cast<float>(step));
+  const float bc2 = 1.0f - std::pow(hp.beta2, static_cast<float>(step));
+  const bool l2 = uses_l2(hp, decay);
+  return {.decay_factor = decay && hp.decoupled ? 1.0f - hp.lr * hp.weight_decay : 1.0f,
+          .l2 = l2 ? hp.weight_decay : 0.0f,
+          .b1 = hp.beta1,
+          .b2 = hp.beta2,
+          .step_size = hp.lr / bc1,
+          .inv_sqrt_bc2 = 1.0f / std::sqrt(bc2),
+          .eps = hp.eps,
+          .grad_scale = grad_scale};
+}
+
+// One run with a fixed decay flag, one element at a time; returns the bound of what it wrote.
 template <bool L2>
-void adamw_run(float* __restrict p, const float* __restrict g, float* __restrict m, float* __restrict v,
-               std::size_t n, float decay_factor, float l2, float b1, float b2, float step_size,
-               float inv_sqrt_bc2, float eps, float grad_scale) {
+AdamWStateBound adamw_run_portable(float* __restrict p, const float* __restrict g, float* __restrict m,
+                                   float* __restrict v, std::size_t n, const AdamWConstants& k) {
+  AdamWStateBound b;
   for (std::size_t i = 0; i < n; ++i) {
-    const AdamWElement e = adamw_element<L2>(p[i], g[i], m[i], v[i], decay_factor, l2, b1, b2, step_size,
-                                             inv_sqrt_bc2, eps, grad_scale);
+    const AdamWElement e = adamw_element<L2>(p[i], g[i], m[i], v[i], k);
     m[i] = e.m;
     v[i] = e.v;
     p[i] = e.p;
+    b.merge({.abs_p = std::fabs(e.p), .abs_m = std::fabs(e.m), .v = e.v, .v_min = e.v});
   }
+  return b;
+}
+
+// The same, 8 elements at a time (gcc does not vectorize the loop above: std::sqrt sets errno).
+template <bool L2>
+__attribute__((target("avx2"))) AdamWStateBound adamw_run_avx2(float* __restrict p, const float* __restrict g,
+                                                               float* __restrict m, float* __restrict v,
+                                                               std::size_t n, const AdamWConstants& k) {
+  const __m256 df = _mm256_set1_ps(k.decay_factor), l2 = _mm256_set1_ps(k.l2), b1 = _mm256_set1_ps(k.b1),
+               b2 = _mm256_set1_ps(k.b2), c1 = _mm256_set1_ps(1.0f - k.b1), c2 = _mm256_set1_ps(1.0f - k.b2),
+               ss = _mm256_set1_ps(k.step_size), ibc = _mm256_set1_ps(k.inv_sqrt_bc2),
+               eps = _mm256_set1_ps(k.eps), gs = _mm256_set1_ps(k.grad_scale);
+  const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+  // Max and min lose a NaN that comes before a number, so NaNs are flagged apart, per field.
+  __m256 bp = _mm256_setzero_ps(), bm = bp, bv = bp, lo = bp, nan_p = bp, nan_m = bp, nan_v = bp;
+  std::size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 pi = _mm256_loadu_ps(p + i);
+    __m256 gi = _mm256_mul_ps(_mm256_loadu_ps(g + i), gs);
+    if constexpr (L2) gi = _mm256_add_ps(gi, _mm256_mul_ps(l2, pi));
+    const __m256 mi = _mm256_add_ps(_mm256_mul_ps(b1, _mm256_loadu_ps(m + i)), _mm256_mul_ps(c1, gi));
+    const __m256 vi =
+        _mm256_add_ps(_mm256_mul_ps(b2, _mm256_loadu_ps(v + i)), _mm256_mul_ps(_mm256_mul_ps(c2, gi), gi));
+    const __m256 den = _mm256_add_ps(_mm256_mul_ps(_mm256_sqrt_ps(vi), ibc), eps);
+    const __m256 np = _mm256_sub_ps(_mm256_mul_ps(pi, df), _mm256_div_ps(_mm256_mul_ps(ss, mi), den));
+    _mm256_storeu_ps(m + i, mi);
+    _mm256_storeu_ps(v + i, vi);
+    _mm256_storeu_ps(p + i, np);
+    bp = _mm256_max_ps(bp, _mm256_and_ps(np, abs_mask));
+    bm = _mm256_max_ps(bm, _mm256_and_ps(mi, abs_mask));
+    bv = _mm256_max_ps(bv, vi);
+    lo = _mm256_min_ps(lo, vi);
+    nan_p = _mm256_or_ps(nan_p, _mm256_cmp_ps(np, np, _CMP_UNORD_Q));
+    nan_m = _mm256_or_ps(nan_m, _mm256_cmp_ps(mi, mi, _CMP_UNORD_Q));
+    nan_v = _mm256_or_ps(nan_v, _mm256_cmp_ps(vi, vi, _CMP_UNORD_Q));
+  }
+  alignas(32) float lanes[4][8];
+  _mm256_store_ps(lanes[0], bp);
+  _mm256_store_ps(lanes[1], bm);
+  _mm256_store_ps(lanes[2], bv);
+  _mm256_store_ps(lanes[3], lo);
+  AdamWStateBound b = adamw_run_portable<L2>(p + i, g + i, m + i, v + i, n - i, k);
+  for (int j = 0; j < 8; ++j)
+    b.merge({.abs_p = lanes[0][j], .abs_m = lanes[1][j], .v = lanes[2][j], .v_min = lanes[3][j]});
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  if (_mm256_movemask_ps(nan_p) != 0) b.abs_p = nan;
+  if (_mm256_movemask_ps(nan_m) != 0) b.abs_m = nan;
+  if (_mm256_movemask_ps(nan_v) != 0) b.v = b.v_min = nan;
+  return b;
+}
+
+template <bool L2>
+AdamWStateBound adamw_run(float* p, const float* g, float* m, float* v, std::size_t n,
+                          const AdamWConstants& k) {
+  if (adamw_detail::have_avx2()) return adamw_run_avx2<L2>(p, g, m, v, n, k);
+  return adamw_run_portable<L2>(p, g, m, v, n, k);
 }
 
 template <bool L2>
 std::size_t adamw_nonfinite_run(const float* __restrict p, const float* __restrict g,
                                 const float* __restrict m, const float* __restrict v, std::size_t n,
-                                float decay_factor, float l2, float b1, float b2, float step_size,
-                                float inv_sqrt_bc2, float eps, float grad_scale) {
+                                const AdamWConstants& k) {
   std::size_t bad = 0;
   for (std::size_t i = 0; i < n; ++i) {
-    const AdamWElement e = adamw_element<L2>(p[i], g[i], m[i], v[i], decay_factor, l2, b1, b2, step_size,
-                                             inv_sqrt_bc2, eps, grad_scale);
+    const AdamWElement e = adamw_element<L2>(p[i], g[i], m[i], v[i], k);
     bad += std::isfinite(e.p) && std::isfinite(e.m) && std::isfinite(e.v) ? 0 : 1;
   }
   return bad;
 }
 
+std::atomic<bool> portable_forced{false};
+
 }  // namespace
 
-void adamw_update(float* params, const float* grads, float* m, float* v,
-                  std::span<const DecaySegment> segments, std::size_t n, int step, const AdamWParams& hp,
-                  float grad_scale) {
+namespace adamw_detail {
+bool have_avx2() {
+  return cpu_features().avx2 && !portable_forced.load(std::memory_order_relaxed);
+}
+void force_portable(bool on) {
+  portable_forced.store(on, std::memory_order_relaxed);
+}
+}  // namespace adamw_detail
+
+void AdamWStateBound::merge(const AdamWStateBound& o) {
+  // A NaN on either side wins (vmaxps/vminps keep a NaN second operand; this keeps either).
+  auto max_of = [](float a, float b) { return std::isnan(a) || a > b ? a : b; };
+  auto min_of = [](float a, float b) { return std::isnan(a) || a < b ? a : b; };
+  abs_p = max_of(abs_p, o.abs_p);
+  abs_m = max_of(abs_m, o.abs_m);
+  v = max_of(v, o.v);
+  v_min = min_of(v_min, o.v_min);
+}
+
+AdamWStateBound adamw_update(float* params, const float* grads, float* m, float* v,
+                             std::span<const DecaySegment> segments, std::size_t n, int step,
+                             const AdamWParams& hp, float grad_scale) {
   check_segments(segments, n);
   TZ_CHECK_GE(step, 1);
-  const float bc1 = 1.0f - std::pow(hp.beta1, static_cast<float>(step));
-  const float bc2 = 1.0f - std::pow(hp.beta2, static_cast<float>(step));
-  const float step_size = hp.lr / bc1, inv_sqrt_bc2 = 1.0f / std::sqrt(bc2);
+  AdamWStateBound bound;
+  std::mutex bound_mutex;
   for (const auto& s : segments) {
-    const bool l2 = !hp.decoupled && s.decay && hp.weight_decay != 0.0f;
-    const float decay_factor = s.decay && hp.decoupled ? 1.0f - hp.lr * hp.weight_decay : 1.0f;
+    const bool l2 = uses_l2(hp, s.decay);
+    const AdamWConstants k = constants_for(hp, s.decay, step, grad_scale);
     parallel_for(s.numel, 1 << 15, [&](std::size_t b, std::size_t e) {
       const std::size_t o = s.offset + b;
-      if (l2)
-        adamw_run<true>(params + o, grads + o, m + o, v + o, e - b, 1.0f, hp.weight_decay, hp.beta1, hp.beta2,
-                        step_size, inv_sqrt_bc2, hp.eps, grad_scale);
-      else
-        adamw_run<false>(params + o, grads + o, m + o, v + o, e - b, decay_factor, 0.0f, hp.beta1, hp.beta2,
-                         step_size, inv_sqrt_bc2, hp.eps, grad_scale);
+      const AdamWStateBound piece = l2 ? adamw_run<true>(params + o, grads + o, m + o, v + o, e - b, k)
+                                       : adamw_run<false>(params + o, grads + o, m + o, v + o, e - b, k);
+      const std::lock_guard lock(bound_mutex);
+      bound.merge(piece);
     });
   }
+  return bound;
+}
+
+bool adamw_update_stays_finite(const AdamWStateBound& state, double max_abs_grad, int step,
+                               const AdamWParams& hp, float grad_scale) {
+  // Every bound below is computed in double and must stay under kLimit, 10^8 below FLT_MAX: float
+  // rounding of the real computation then cannot reach infinity.
+  constexpr double kLimit = 1e30;
+  auto ok = [](double x) { return std::isfinite(x) && x >= 0.0 && x < kLimit; };
+  const double b1 = hp.beta1, b2 = hp.beta2, lr = hp.lr, wd = hp.weight_decay, eps = hp.eps;
+  if (step < 1 || !(b1 >= 0.0 && b1 < 1.0) || !(b2 >= 0.0 && b2 < 1.0) || !(eps > 0.0) ||
+      !std::isfinite(lr) || !std::isfinite(wd) || !std::isfinite(double(grad_scale)))
+    return false;
+  if (!ok(state.abs_p) || !ok(state.abs_m) || !ok(state.v) || !ok(state.v_min) || !ok(max_abs_grad))
+    return false;  // v_min < 0: the square root of a negative
+  const double P = state.abs_p;
+  // |g| after scaling (and Adam's L2 term), then |m'| <= max(|m|, |g|), v' <= max(v, g^2).
+  const double g =
+      max_abs_grad * 1.01 * std::fabs(double(grad_scale)) + (hp.decoupled ? 0.0 : std::fabs(wd) * P);
+  const double m_new = std::max(double(state.abs_m), g), v_new = std::max(double(state.v), g * g);
+  // The step: |m'| / (sqrt(v') / sqrt(bc2) + eps) <= |m'| / eps, times lr / bc1. The corrections
+  // as adamw_update rounds them: both must be positive (a zero bc2 would make 0 * inf).
+  const float bc1 = 1.0f - std::pow(hp.beta1, static_cast<float>(step));
+  const float bc2 = 1.0f - std::pow(hp.beta2, static_cast<float>(step));
+  if (!(bc1 > 0.0f) || !(bc2 > 0.0f)) return false;
+  const double decay = hp.decoupled ? std::max(1.0, std::fabs(1.0 - lr * wd)) : 1.0;
+  const double p_new = P * decay + std::fabs(lr) / bc1 * m_new / eps;
+  // lr / bc1 itself too: an infinite step size times m' = 0 would be NaN.
+  return ok(g) && ok(m_new) && ok(v_new) && ok(std::fabs(lr) / bc1) && ok(p_new);
 }
 
 std::size_t adamw_nonfinite_count(const float* params, const float* grads, const float* m, const float* v,
@@ -92,20 +222,14 @@ std::size_t adamw_nonfinite_count(const float* params, const float* grads, const
                                   const AdamWParams& hp, float grad_scale) {
   check_segments(segments, n);
   TZ_CHECK_GE(step, 1);
-  const float bc1 = 1.0f - std::pow(hp.beta1, static_cast<float>(step));
-  const float bc2 = 1.0f - std::pow(hp.beta2, static_cast<float>(step));
-  const float step_size = hp.lr / bc1, inv_sqrt_bc2 = 1.0f / std::sqrt(bc2);
   std::atomic<std::size_t> bad{0};
   for (const auto& s : segments) {
-    // The same segment rule as adamw_update: decoupled decay scales p, Adam's L2 enters the gradient.
-    const bool l2 = !hp.decoupled && s.decay && hp.weight_decay != 0.0f;
-    const float decay_factor = s.decay && hp.decoupled ? 1.0f - hp.lr * hp.weight_decay : 1.0f;
+    const bool l2 = uses_l2(hp, s.decay);  // the same constants as adamw_update
+    const AdamWConstants k = constants_for(hp, s.decay, step, grad_scale);
     parallel_for(s.numel, 1 << 15, [&](std::size_t b, std::size_t e) {
       const std::size_t o = s.offset + b;
-      bad += l2 ? adamw_nonfinite_run<true>(params + o, grads + o, m + o, v + o, e - b, 1.0f, hp.weight_decay,
-                                            hp.beta1, hp.beta2, step_size, inv_sqrt_bc2, hp.eps, grad_scale)
-                : adamw_nonfinite_run<false>(params + o, grads + o, m + o, v + o, e - b, decay_factor, 0.0f,
-                                             hp.beta1, hp.beta2, step_size, inv_sqrt_bc2, hp.eps, grad_scale);
+      bad += l2 ? adamw_nonfinite_run<true>(params + o, grads + o, m + o, v + o, e - b, k)
+                : adamw_nonfinite_run<false>(params + o, grads + o, m + o, v + o, e - b, k);
     });
   }
   return bad.load();

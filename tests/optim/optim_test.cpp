@@ -2,10 +2,12 @@
 // and the clipping pieces.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
 #include <random>
+#include <string>
 
 #include "core/parallel_for.hpp"
 #include "engine/decay_segments.hpp"
@@ -119,6 +121,135 @@ TEST(AdamW, NonfiniteCountPredictsTheUpdate) {
     EXPECT_EQ(bad == 0, c == 0) << "case " << c;
   }
   set_parallel_threads(1);
+}
+
+// The AVX2 loop repeats the portable one operation for operation: the same bits for p, m, v and the
+// bound (NaN where a NaN was written), decoupled and L2, on lengths that leave every tail, with values that
+// overflow and NaN.
+TEST(AdamW, Avx2PathEqualsPortablePathBitwise) {
+  if (!adamw_detail::have_avx2()) GTEST_SKIP() << "this CPU has no AVX2";
+  ParameterLayout l({.n_layer = 2, .n_embd = 12, .n_head = 3, .n_positions = 9, .vocab_size = 31});
+  const std::size_t n = l.total_numel();
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  const auto same_bits = [](const std::vector<float>& a, const std::vector<float>& b) {
+    return std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+  };
+  for (bool decoupled : {true, false})
+    for (std::size_t len : {n, std::size_t{7}, std::size_t{8}, std::size_t{9}, std::size_t{23}}) {
+      auto p = randn(len, 1), g = randn(len, 2), m = randn(len, 3), v = randn(len, 4);
+      for (auto& x : v) x = std::abs(x);
+      if (len > 20) g[3] = 1e30f, g[5] = inf, m[6] = nan, v[20] = -1.0f;
+      auto p2 = p, g2 = g, m2 = m, v2 = v;
+      const AdamWParams hp{.lr = 1e-2f, .weight_decay = 0.1f, .decoupled = decoupled};
+      const auto seg = decay_segments(l, 0, len);
+      const AdamWStateBound fast =
+          adamw_update(p.data(), g.data(), m.data(), v.data(), seg, len, 3, hp, 0.5f);
+      adamw_detail::force_portable(true);
+      const AdamWStateBound slow =
+          adamw_update(p2.data(), g2.data(), m2.data(), v2.data(), seg, len, 3, hp, 0.5f);
+      adamw_detail::force_portable(false);
+      const std::string what = std::to_string(len) + (decoupled ? " decoupled" : " L2");
+      EXPECT_TRUE(same_bits(p, p2) && same_bits(m, m2) && same_bits(v, v2)) << what;
+      // The bound: the same value, or NaN on both paths (which NaN is not specified).
+      const float bf[] = {fast.abs_p, fast.abs_m, fast.v, fast.v_min},
+                  bs[] = {slow.abs_p, slow.abs_m, slow.v, slow.v_min};
+      for (int j = 0; j < 4; ++j)
+        EXPECT_TRUE(bf[j] == bs[j] || (std::isnan(bf[j]) && std::isnan(bs[j])))
+            << what << ": bound " << j << ": " << bf[j] << " vs " << bs[j];
+    }
+}
+
+// The bound adamw_update returns is the exact max |p|, max |m|, max v and min(0, min v) it wrote; a
+// negative v shows in v_min, and the NaN it makes of its parameter (a square root) in abs_p.
+TEST(AdamW, UpdateReturnsTheBoundOfWhatItWrote) {
+  ParameterLayout l({.n_layer = 2, .n_embd = 12, .n_head = 3, .n_positions = 9, .vocab_size = 31});
+  const std::size_t n = l.total_numel();
+  for (bool negative_v : {false, true}) {
+    auto p = randn(n, 3), g = randn(n, 4), m = randn(n, 5), v = randn(n, 6);
+    for (auto& x : v) x = std::abs(x);
+    if (negative_v) v[7] = -2.0f, g[7] = 0.0f;  // stays negative after the step
+    set_parallel_threads(2);
+    const AdamWStateBound b =
+        adamw_update(p.data(), g.data(), m.data(), v.data(), decay_segments(l, 0, n), n, 2, {}, 0.5f);
+    set_parallel_threads(1);
+    AdamWStateBound want;
+    for (std::size_t i = 0; i < n; ++i) {
+      if (!std::isnan(p[i])) want.abs_p = std::max(want.abs_p, std::abs(p[i]));
+      want.abs_m = std::max(want.abs_m, std::abs(m[i]));
+      want.v = std::max(want.v, v[i]);
+      want.v_min = std::min(want.v_min, v[i]);
+    }
+    if (negative_v) {
+      EXPECT_TRUE(std::isnan(b.abs_p));
+      EXPECT_LT(b.v_min, 0.0f);
+    } else {
+      EXPECT_EQ(b.abs_p, want.abs_p);
+      EXPECT_EQ(b.v_min, 0.0f);
+    }
+    EXPECT_EQ(b.abs_m, want.abs_m) << negative_v;
+    EXPECT_EQ(b.v, want.v) << negative_v;
+    EXPECT_EQ(b.v_min, want.v_min) << negative_v;
+  }
+}
+
+// Whenever adamw_update_stays_finite says so, adamw_nonfinite_count is 0: random states, gradients and
+// hyper-parameters over many orders of magnitude, up to overflow. Both answers occur often, so the
+// check is not vacuous (and so do overflowing updates); the usual training case is proven, and eps = 0
+// or a negative v never is.
+TEST(AdamW, StaysFiniteNeverHidesANonfiniteUpdate) {
+  std::mt19937 gen(11);
+  auto log_uniform = [&](double lo, double hi) {
+    return std::pow(10.0, std::uniform_real_distribution<double>(lo, hi)(gen));
+  };
+  const std::size_t n = 64;
+  const std::vector<DecaySegment> seg = {{.offset = 0, .numel = 32, .decay = true},
+                                         {.offset = 32, .numel = 32, .decay = false}};
+  int proven = 0, nonfinite = 0, trials = 4000;
+  for (int t = 0; t < trials; ++t) {
+    std::vector<float> p(n), g(n), m(n), v(n);
+    const double sp = log_uniform(-3, 36), sg = log_uniform(-3, 20), sm = log_uniform(-3, 24),
+                 sv = log_uniform(-6, 36);
+    std::normal_distribution<double> d;
+    for (std::size_t i = 0; i < n; ++i) {
+      p[i] = static_cast<float>(std::clamp(d(gen) * sp, -3e38, 3e38));
+      g[i] = static_cast<float>(std::clamp(d(gen) * sg, -3e38, 3e38));
+      m[i] = static_cast<float>(std::clamp(d(gen) * sm, -3e38, 3e38));
+      v[i] = static_cast<float>(std::min(std::abs(d(gen)) * sv, 3e38));
+    }
+    if (t % 3 == 0)  // zero v and gradients on half the elements: the step is m / eps there
+      for (std::size_t i = 1; i < n; i += 2) v[i] = g[i] = 0.0f;
+    AdamWParams hp{.lr = static_cast<float>(log_uniform(-6, 12)),
+                   .beta1 = static_cast<float>(std::uniform_real_distribution<double>(0, 0.999)(gen)),
+                   .beta2 = static_cast<float>(std::uniform_real_distribution<double>(0, 0.9999)(gen)),
+                   .eps = static_cast<float>(log_uniform(-16, 0)),
+                   .weight_decay = static_cast<float>(log_uniform(-3, 1)),
+                   .decoupled = gen() % 2 == 0};
+    const int step = 1 + static_cast<int>(gen() % 1000);
+    const float scale = static_cast<float>(std::uniform_real_distribution<double>(0.01, 1)(gen));
+    AdamWStateBound b;
+    double sumsq = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      b.abs_p = std::max(b.abs_p, std::abs(p[i]));
+      b.abs_m = std::max(b.abs_m, std::abs(m[i]));
+      b.v = std::max(b.v, v[i]);
+      sumsq += double(g[i]) * g[i];
+    }
+    const std::size_t bad =
+        adamw_nonfinite_count(p.data(), g.data(), m.data(), v.data(), seg, n, step, hp, scale);
+    nonfinite += bad > 0 ? 1 : 0;
+    if (!adamw_update_stays_finite(b, std::sqrt(sumsq), step, hp, scale)) continue;
+    ++proven;
+    ASSERT_EQ(bad, 0u) << "trial " << t;
+  }
+  EXPECT_GT(proven, trials / 10);
+  EXPECT_GT(nonfinite, trials / 10);
+
+  const AdamWStateBound usual{.abs_p = 2.0f, .abs_m = 0.1f, .v = 0.01f};
+  EXPECT_TRUE(adamw_update_stays_finite(usual, 5.0, 1, {}, 1.0f));
+  EXPECT_FALSE(adamw_update_stays_finite(usual, 5.0, 1, {.eps = 0.0f}, 1.0f));
+  EXPECT_FALSE(adamw_update_stays_finite({.abs_p = 2.0f, .v_min = -1.0f}, 5.0, 1, {}, 1.0f));
+  EXPECT_FALSE(adamw_update_stays_finite(usual, 1e20, 1, {}, 1.0f));  // g^2 near FLT_MAX
+  EXPECT_FALSE(adamw_update_stays_finite(usual, std::numeric_limits<double>::infinity(), 1, {}, 1.0f));
 }
 
 TEST(LrSchedule, WarmupCosineFloor) {
