@@ -213,17 +213,22 @@ void ShardedEngine::boundary(EngineStep& out, std::size_t quant_blocks) {
     for (int r = 0; r < R; ++r)
       if (S.span(ModelState::optim, r).valid_numel > 0) {
         S.adam_m()[S.local(ModelState::optim, r)] = std::numeric_limits<float>::quiet_NaN();
+        optim_bound_.reset();
         break;
       }
 
   // The non-finite vote: this rank's counts per place, summed over the world, so that every rank
   // takes the same decision. The optimizer is checked before anything is written (the same
-  // arithmetic as the update), so a skipped step leaves the state as it was.
+  // arithmetic as the update), so a skipped step leaves the state as it was; the check is a pass
+  // over the state unless the last update's bound proves its count 0 (no |gradient| exceeds the
+  // global norm).
   std::array<double, kNonfiniteVoteCount> vote{};
   vote[0] = std::isfinite(local_loss_) ? 0.0 : 1.0;
   vote[1] = std::isfinite(out.grad_norm) ? 0.0 : 1.0;
   vote[2] = static_cast<double>(quant_blocks);
-  if (vote[1] == 0)
+  const bool proven_finite =
+      optim_bound_ && adamw_update_stays_finite(*optim_bound_, out.grad_norm, adam_step, hp, clip);
+  if (vote[1] == 0 && !proven_finite)
     for (int r = 0; r < R; ++r) {
       const ShardSpan o = S.span(ModelState::optim, r);
       if (o.valid_numel == 0) continue;
@@ -242,12 +247,13 @@ void ShardedEngine::boundary(EngineStep& out, std::size_t quant_blocks) {
   if (!out.skipped) {
     const DType dtype = S.compute_dtype();
     const bool gathered = mesh_.topology().group_size(L.refresh_gather_tiers()) > 1;
+    AdamWStateBound bound;
     for (int r = 0; r < R; ++r) {
       const ShardSpan o = S.span(ModelState::optim, r), w = S.span(ModelState::w_fwd, r);
       const std::size_t at = S.local(ModelState::optim, r);
       if (o.valid_numel > 0)
-        adamw_update(S.master().data() + at, o_grad(r), S.adam_m().data() + at, S.adam_v().data() + at,
-                     segments_of(r), o.valid_numel, adam_step, hp, clip);
+        bound.merge(adamw_update(S.master().data() + at, o_grad(r), S.adam_m().data() + at,
+                                 S.adam_v().data() + at, segments_of(r), o.valid_numel, adam_step, hp, clip));
       // Refresh W from the new master weights at once: gather over (tW, tO] (left in flight for the
       // next forward), or slice when W is no coarser than O.
       refresh_work_[r].wait();  // the previous refresh read this range's buffer (long done)
@@ -262,6 +268,7 @@ void ShardedEngine::boundary(EngineStep& out, std::size_t quant_blocks) {
         std::copy_n(src + (w.offset - o.offset) * dtype_bytes(dtype), w.numel * dtype_bytes(dtype), dst);
       }
     }
+    optim_bound_ = bound;
   } else {
     ++skipped_;
   }
@@ -364,6 +371,7 @@ void ShardedEngine::restore(int steps_done, int skipped_steps, const StateReader
   }
   std::fill(S.grad().begin(), S.grad().end(), 0.0f);
   std::fill(o_grad_.begin(), o_grad_.end(), 0.0f);
+  optim_bound_.reset();  // read state: the next step counts its non-finite values
   step_ = steps_done;
   skipped_ = skipped_steps;
 }

@@ -26,6 +26,7 @@
 #include <limits>
 #include <map>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -193,6 +194,10 @@ class ShardedEngine {
   std::vector<std::int32_t> inputs_, targets_;
   int step_ = 0;
   int skipped_ = 0;
+  // The bound of this rank's O shard as the last update wrote it; empty until an update has run or
+  // after anything else wrote the state (restore, a fault injection). With it, a step whose update
+  // provably stays finite skips the non-finite counting pass (adamw_update_stays_finite).
+  std::optional<AdamWStateBound> optim_bound_;
   // The traffic ledger when the last step ended: a step reports what completed since (so every
   // collective lands in exactly one step, a refresh in the step after the one that issued it).
   TrafficSnapshot ledger_;

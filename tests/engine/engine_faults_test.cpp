@@ -4,8 +4,14 @@
 // too many make all stop together.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
+#include <limits>
+#include <map>
 #include <mutex>
+#include <span>
+#include <utility>
+#include <vector>
 
 #include "comm/thread_world.hpp"
 #include "core/error.hpp"
@@ -220,6 +226,38 @@ TEST(EngineFaults, NonFiniteOptimizerStateSkipsThenStopsEveryRank) {
     });
     EXPECT_EQ(stopped.load(), 3) << name << ": every rank stops together";
   }
+}
+
+// A restored state is not covered by the last update's finiteness proof: a NaN read into one rank's
+// m is counted on the next step, which every rank skips.
+TEST(EngineFaults, NonFiniteRestoredStateIsCountedOnTheNextStep) {
+  const Topology topo = test::topology_for_world(3);
+  const GptConfig config = test::tiny_gpt();
+  const auto tokens = test::synthetic_tokens(4000, config.vocab_size);
+  const EngineOptions opts = test::engine_options({});
+  run_thread_mesh(topo, [&](Mesh& mesh) {
+    ShardedEngine engine(mesh, config, plan_for("zero3", topo), opts);
+    DataLoader loader(tokens, 2, opts.seq, mesh.world().rank(), 3, 1);
+    auto next = [&](std::int32_t* in, std::int32_t* tg) { loader.next(in, tg); };
+    for (int s = 0; s < 2; ++s) EXPECT_FALSE(engine.step(next).skipped);
+    // This rank's own O shard, read back (zero3: W lies inside O, so restore reads nothing else).
+    std::map<std::pair<OptimValue, int>, std::vector<float>> saved;
+    for (int r = 0; r < engine.layout().num_ranges(); ++r)
+      for (OptimValue which : {OptimValue::master, OptimValue::adam_m, OptimValue::adam_v}) {
+        const std::span<const float> values = engine.optim_values(which, r);
+        saved[{which, r}].assign(values.begin(), values.end());
+      }
+    if (mesh.world().rank() == 0)
+      saved[{OptimValue::adam_m, 0}].at(0) = std::numeric_limits<float>::quiet_NaN();
+    engine.restore(2, 0, [&](OptimValue which, int r, std::size_t, std::size_t n, float* out) {
+      const std::vector<float>& v = saved.at({which, r});
+      ASSERT_EQ(n, v.size());
+      std::copy(v.begin(), v.end(), out);
+    });
+    const EngineStep st = engine.step(next);
+    EXPECT_TRUE(st.skipped) << "rank " << mesh.world().rank();
+    EXPECT_EQ(st.nonfinite.optim_values, 1u);
+  });
 }
 
 TEST(EngineFaults, TooManyNonFiniteStepsStopEveryRankTogether) {
