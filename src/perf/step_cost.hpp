@@ -16,8 +16,8 @@
 //             period between the second and third steps' first compute; the step boundary runs as
 //             BoundaryMode says (docs/cost_model.md gives the order of operations of each).
 //   optimizer AdamW streams its O shard through memory once: kAdamBytesPerElement bytes per
-//             element (pipelined: plus its non-finite check, kAdamCheckBytesPerElement) at the device's
-//             memory bandwidth.
+//             element at the device's memory bandwidth (its non-finite check reads nothing on a
+//             steady step: the last update's bound proves it).
 //   memory    plan/memory_plan.hpp's states and buffers + perf/activation_memory.hpp's activations.
 #pragma once
 
@@ -36,18 +36,16 @@
 namespace tz::perf {
 
 inline constexpr double kAdamBytesPerElement = 4 * 3 * 2 + 4 + 2;
-// The pipelined boundary's check of the update for non-finite values: reads weight, gradient, m, v.
-inline constexpr double kAdamCheckBytesPerElement = 4 * 4;
 
 // The step boundary (gradient reduction up to O, replica all-reduce, scalars, AdamW, weight refresh).
 //   pipelined  as the engine runs it (the default): the loss all-reduce is issued as the last
 //              micro-batch's forward ends, waited for by nothing; in the last micro-batch each range's
 //              G -> O reduce-scatter is issued as soon as its gradient reduction ends (its gradient is
 //              final), its replica all-reduce right after; the grad norm once all are done; the
-//              optimizer's non-finite check (kAdamCheckBytesPerElement per O element), then the
-//              non-finite vote; then AdamW range by range in the next forward's order, each range's
-//              refresh all-gather issued as soon as its AdamW ends; the next step's gather of a range
-//              waits for that range's refresh (or its AdamW when nothing is refreshed).
+//              optimizer's non-finite check (no pass on a steady step), then the non-finite vote; then AdamW
+//              range by range in the next forward's order, each range's refresh all-gather issued as soon as
+//              its AdamW ends; the next step's gather of a range waits for that range's refresh (or its AdamW
+//              when nothing is refreshed).
 //   exposed    the boundary run after the backward, as the engine ran it before pipelining and as
 //              DeepSpeed's optimizer step runs: after the last backward and all its reductions, every
 //              range's G -> O reduce-scatter, then every replica all-reduce, the grad-norm and
