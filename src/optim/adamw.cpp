@@ -63,43 +63,73 @@ AdamWConstants constants_for(const AdamWParams& hp, bool decay, int step, float 
           .grad_scale = grad_scale};
 }
 
-// One run with a fixed decay flag, one element at a time; returns the bound of what it wrote.
+// One run with a fixed decay flag, one element at a time; returns the bound of what it wrote. The
+// running maxima drop NaNs (std::max keeps its first operand), so NaNs are flagged apart, per field.
 template <bool L2>
 AdamWStateBound adamw_run_portable(float* __restrict p, const float* __restrict g, float* __restrict m,
                                    float* __restrict v, std::size_t n, const AdamWConstants& k) {
   AdamWStateBound b;
+  bool nan_p = false, nan_m = false, nan_v = false;
   for (std::size_t i = 0; i < n; ++i) {
     const AdamWElement e = adamw_element<L2>(p[i], g[i], m[i], v[i], k);
     m[i] = e.m;
     v[i] = e.v;
     p[i] = e.p;
-    b.merge({.abs_p = std::fabs(e.p), .abs_m = std::fabs(e.m), .v = e.v, .v_min = e.v});
+    b.abs_p = std::max(b.abs_p, std::fabs(e.p));
+    b.abs_m = std::max(b.abs_m, std::fabs(e.m));
+    b.v = std::max(b.v, e.v);
+    b.v_min = std::min(b.v_min, e.v);
+    nan_p |= e.p != e.p;
+    nan_m |= e.m != e.m;
+    nan_v |= e.v != e.v;
   }
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  if (nan_p) b.abs_p = nan;
+  if (nan_m) b.abs_m = nan;
+  if (nan_v) b.v = b.v_min = nan;
   return b;
 }
 
-// The same, 8 elements at a time (gcc does not vectorize the loop above: std::sqrt sets errno).
+// adamw_element for 8 elements (gcc does not vectorize the scalar loops: std::sqrt sets errno).
+struct AdamWConstants8 {
+  __m256 df, l2, b1, b2, c1, c2, ss, ibc, eps, gs;
+};
+__attribute__((target("avx2"))) inline AdamWConstants8 broadcast(const AdamWConstants& k) {
+  return {_mm256_set1_ps(k.decay_factor), _mm256_set1_ps(k.l2),           _mm256_set1_ps(k.b1),
+          _mm256_set1_ps(k.b2),           _mm256_set1_ps(1.0f - k.b1),    _mm256_set1_ps(1.0f - k.b2),
+          _mm256_set1_ps(k.step_size),    _mm256_set1_ps(k.inv_sqrt_bc2), _mm256_set1_ps(k.eps),
+          _mm256_set1_ps(k.grad_scale)};
+}
+struct AdamWElement8 {
+  __m256 p, m, v;
+};
+template <bool L2>
+__attribute__((target("avx2"))) inline AdamWElement8 adamw_element8(const float* p, const float* g,
+                                                                    const float* m, const float* v,
+                                                                    const AdamWConstants8& k) {
+  const __m256 pi = _mm256_loadu_ps(p);
+  __m256 gi = _mm256_mul_ps(_mm256_loadu_ps(g), k.gs);
+  if constexpr (L2) gi = _mm256_add_ps(gi, _mm256_mul_ps(k.l2, pi));
+  const __m256 mi = _mm256_add_ps(_mm256_mul_ps(k.b1, _mm256_loadu_ps(m)), _mm256_mul_ps(k.c1, gi));
+  const __m256 vi =
+      _mm256_add_ps(_mm256_mul_ps(k.b2, _mm256_loadu_ps(v)), _mm256_mul_ps(_mm256_mul_ps(k.c2, gi), gi));
+  const __m256 den = _mm256_add_ps(_mm256_mul_ps(_mm256_sqrt_ps(vi), k.ibc), k.eps);
+  return {_mm256_sub_ps(_mm256_mul_ps(pi, k.df), _mm256_div_ps(_mm256_mul_ps(k.ss, mi), den)), mi, vi};
+}
+
+// adamw_run_portable, 8 elements at a time.
 template <bool L2>
 __attribute__((target("avx2"))) AdamWStateBound adamw_run_avx2(float* __restrict p, const float* __restrict g,
                                                                float* __restrict m, float* __restrict v,
                                                                std::size_t n, const AdamWConstants& k) {
-  const __m256 df = _mm256_set1_ps(k.decay_factor), l2 = _mm256_set1_ps(k.l2), b1 = _mm256_set1_ps(k.b1),
-               b2 = _mm256_set1_ps(k.b2), c1 = _mm256_set1_ps(1.0f - k.b1), c2 = _mm256_set1_ps(1.0f - k.b2),
-               ss = _mm256_set1_ps(k.step_size), ibc = _mm256_set1_ps(k.inv_sqrt_bc2),
-               eps = _mm256_set1_ps(k.eps), gs = _mm256_set1_ps(k.grad_scale);
+  const AdamWConstants8 k8 = broadcast(k);
   const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
   // Max and min lose a NaN that comes before a number, so NaNs are flagged apart, per field.
   __m256 bp = _mm256_setzero_ps(), bm = bp, bv = bp, lo = bp, nan_p = bp, nan_m = bp, nan_v = bp;
   std::size_t i = 0;
   for (; i + 8 <= n; i += 8) {
-    const __m256 pi = _mm256_loadu_ps(p + i);
-    __m256 gi = _mm256_mul_ps(_mm256_loadu_ps(g + i), gs);
-    if constexpr (L2) gi = _mm256_add_ps(gi, _mm256_mul_ps(l2, pi));
-    const __m256 mi = _mm256_add_ps(_mm256_mul_ps(b1, _mm256_loadu_ps(m + i)), _mm256_mul_ps(c1, gi));
-    const __m256 vi =
-        _mm256_add_ps(_mm256_mul_ps(b2, _mm256_loadu_ps(v + i)), _mm256_mul_ps(_mm256_mul_ps(c2, gi), gi));
-    const __m256 den = _mm256_add_ps(_mm256_mul_ps(_mm256_sqrt_ps(vi), ibc), eps);
-    const __m256 np = _mm256_sub_ps(_mm256_mul_ps(pi, df), _mm256_div_ps(_mm256_mul_ps(ss, mi), den));
+    const AdamWElement8 e = adamw_element8<L2>(p + i, g + i, m + i, v + i, k8);
+    const __m256 np = e.p, mi = e.m, vi = e.v;
     _mm256_storeu_ps(m + i, mi);
     _mm256_storeu_ps(v + i, vi);
     _mm256_storeu_ps(p + i, np);
@@ -134,15 +164,44 @@ AdamWStateBound adamw_run(float* p, const float* g, float* m, float* v, std::siz
 }
 
 template <bool L2>
-std::size_t adamw_nonfinite_run(const float* __restrict p, const float* __restrict g,
-                                const float* __restrict m, const float* __restrict v, std::size_t n,
-                                const AdamWConstants& k) {
+std::size_t adamw_nonfinite_run_portable(const float* __restrict p, const float* __restrict g,
+                                         const float* __restrict m, const float* __restrict v, std::size_t n,
+                                         const AdamWConstants& k) {
   std::size_t bad = 0;
   for (std::size_t i = 0; i < n; ++i) {
     const AdamWElement e = adamw_element<L2>(p[i], g[i], m[i], v[i], k);
     bad += std::isfinite(e.p) && std::isfinite(e.m) && std::isfinite(e.v) ? 0 : 1;
   }
   return bad;
+}
+
+// All ones where x is finite: |x| <= FLT_MAX is false for inf and (an ordered compare) NaN.
+__attribute__((target("avx2"))) inline __m256 finite8(__m256 x) {
+  const __m256 abs_x = _mm256_and_ps(x, _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff)));
+  return _mm256_cmp_ps(abs_x, _mm256_set1_ps(std::numeric_limits<float>::max()), _CMP_LE_OQ);
+}
+
+template <bool L2>
+__attribute__((target("avx2"))) std::size_t adamw_nonfinite_run_avx2(const float* __restrict p,
+                                                                     const float* __restrict g,
+                                                                     const float* __restrict m,
+                                                                     const float* __restrict v, std::size_t n,
+                                                                     const AdamWConstants& k) {
+  const AdamWConstants8 k8 = broadcast(k);
+  std::size_t bad = 0, i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const AdamWElement8 e = adamw_element8<L2>(p + i, g + i, m + i, v + i, k8);
+    const __m256 ok = _mm256_and_ps(_mm256_and_ps(finite8(e.p), finite8(e.m)), finite8(e.v));
+    bad += 8 - static_cast<std::size_t>(__builtin_popcount(static_cast<unsigned>(_mm256_movemask_ps(ok))));
+  }
+  return bad + adamw_nonfinite_run_portable<L2>(p + i, g + i, m + i, v + i, n - i, k);
+}
+
+template <bool L2>
+std::size_t adamw_nonfinite_run(const float* p, const float* g, const float* m, const float* v, std::size_t n,
+                                const AdamWConstants& k) {
+  if (adamw_detail::have_avx2()) return adamw_nonfinite_run_avx2<L2>(p, g, m, v, n, k);
+  return adamw_nonfinite_run_portable<L2>(p, g, m, v, n, k);
 }
 
 std::atomic<bool> portable_forced{false};
@@ -206,15 +265,14 @@ bool adamw_update_stays_finite(const AdamWStateBound& state, double max_abs_grad
   const double g =
       max_abs_grad * 1.01 * std::fabs(double(grad_scale)) + (hp.decoupled ? 0.0 : std::fabs(wd) * P);
   const double m_new = std::max(double(state.abs_m), g), v_new = std::max(double(state.v), g * g);
-  // The step: |m'| / (sqrt(v') / sqrt(bc2) + eps) <= |m'| / eps, times lr / bc1. The corrections
-  // as adamw_update rounds them: both must be positive (a zero bc2 would make 0 * inf).
-  const float bc1 = 1.0f - std::pow(hp.beta1, static_cast<float>(step));
-  const float bc2 = 1.0f - std::pow(hp.beta2, static_cast<float>(step));
-  if (!(bc1 > 0.0f) || !(bc2 > 0.0f)) return false;
-  const double decay = hp.decoupled ? std::max(1.0, std::fabs(1.0 - lr * wd)) : 1.0;
-  const double p_new = P * decay + std::fabs(lr) / bc1 * m_new / eps;
-  // lr / bc1 itself too: an infinite step size times m' = 0 would be NaN.
-  return ok(g) && ok(m_new) && ok(v_new) && ok(std::fabs(lr) / bc1) && ok(p_new);
+  // The step: |m'| / (sqrt(v') / sqrt(bc2) + eps) <= |m'| / eps, times the step size lr / bc1, both
+  // as adamw_update rounds them (constants_for): finite and positive, or 0 * inf would make a NaN.
+  const AdamWConstants k = constants_for(hp, true, step, grad_scale);
+  if (!(std::isfinite(k.step_size) && k.inv_sqrt_bc2 > 0.0f && std::isfinite(k.inv_sqrt_bc2))) return false;
+  const double decay = hp.decoupled ? std::max(1.0, std::fabs(double(k.decay_factor))) : 1.0;
+  const double step_size = std::fabs(double(k.step_size));
+  const double p_new = P * decay + step_size * m_new / eps;
+  return ok(g) && ok(m_new) && ok(v_new) && ok(step_size) && ok(p_new);
 }
 
 std::size_t adamw_nonfinite_count(const float* params, const float* grads, const float* m, const float* v,

@@ -142,6 +142,12 @@ TEST(AdamW, Avx2PathEqualsPortablePathBitwise) {
       auto p2 = p, g2 = g, m2 = m, v2 = v;
       const AdamWParams hp{.lr = 1e-2f, .weight_decay = 0.1f, .decoupled = decoupled};
       const auto seg = decay_segments(l, 0, len);
+      const std::size_t fast_bad =
+          adamw_nonfinite_count(p.data(), g.data(), m.data(), v.data(), seg, len, 3, hp, 0.5f);
+      adamw_detail::force_portable(true);
+      const std::size_t slow_bad =
+          adamw_nonfinite_count(p.data(), g.data(), m.data(), v.data(), seg, len, 3, hp, 0.5f);
+      adamw_detail::force_portable(false);
       const AdamWStateBound fast =
           adamw_update(p.data(), g.data(), m.data(), v.data(), seg, len, 3, hp, 0.5f);
       adamw_detail::force_portable(true);
@@ -150,6 +156,15 @@ TEST(AdamW, Avx2PathEqualsPortablePathBitwise) {
       adamw_detail::force_portable(false);
       const std::string what = std::to_string(len) + (decoupled ? " decoupled" : " L2");
       EXPECT_TRUE(same_bits(p, p2) && same_bits(m, m2) && same_bits(v, v2)) << what;
+      // The count on both paths, and against what the update wrote.
+      std::size_t written_bad = 0;
+      for (std::size_t i = 0; i < len; ++i)
+        written_bad += std::isfinite(p[i]) && std::isfinite(m[i]) && std::isfinite(v[i]) ? 0 : 1;
+      EXPECT_EQ(fast_bad, slow_bad) << what;
+      EXPECT_EQ(fast_bad, written_bad) << what;
+      if (len > 20) {
+        EXPECT_GE(fast_bad, 3u) << what;  // the inf gradient, the NaN m, the negative v
+      }
       // The bound: the same value, or NaN on both paths (which NaN is not specified).
       const float bf[] = {fast.abs_p, fast.abs_m, fast.v, fast.v_min},
                   bs[] = {slow.abs_p, slow.abs_m, slow.v, slow.v_min};
