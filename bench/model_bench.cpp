@@ -25,6 +25,7 @@
 #include "core/cpu_features.hpp"
 #include "core/error.hpp"
 #include "core/parallel_for.hpp"
+#include "core/timing.hpp"
 #include "model/flops.hpp"
 #include "model/gemm.hpp"
 #include "model/kernel_threads.hpp"
@@ -35,20 +36,14 @@ extern "C" char* openblas_get_corename(void);
 
 namespace {
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
+using tz::median;
+using tz::seconds_since;
 
 // CPU seconds of the whole process (all threads): on a loaded machine, what the work itself cost.
 double process_cpu_seconds() {
   timespec ts{};
   clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
   return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
-}
-
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
 // Fields every line carries: what ran, on which CPU, with which kernels.

@@ -14,44 +14,22 @@
 #include <stdexcept>
 #include <vector>
 
+#include "bench/bench_args.hpp"
 #include "bench/quant_throughput.hpp"
 #include "core/parallel_for.hpp"
+#include "core/timing.hpp"
 #include "optim/adamw.hpp"
-
-namespace {
-
-// A whole positive number no larger than max, or exit with a message naming the argument.
-long long positive_arg(const char* text, const char* name, long long max) {
-  char* end = nullptr;
-  const long long v = std::strtoll(text, &end, 10);
-  if (end == text || *end != '\0' || v < 1 || v > max) {
-    fmt::print(stderr, "tz_optim_bench: {} must be a whole number in [1, {}], got '{}'\n", name, max, text);
-    std::exit(2);
-  }
-  return v;
-}
-
-double seconds(const std::function<void()>& f) {
-  const auto t0 = std::chrono::steady_clock::now();
-  f();
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
-
-double median(std::vector<double> x) {
-  std::sort(x.begin(), x.end());
-  return x[x.size() / 2];
-}
-
-}  // namespace
 
 int main(int argc, char** argv) {
   if (argc > 3) {
     fmt::print(stderr, "usage: tz_optim_bench [elements] [reps]\n");
     return 2;
   }
-  const std::size_t n = argc > 1 ? static_cast<std::size_t>(positive_arg(argv[1], "elements", 1LL << 30))
-                                 : std::size_t{8} << 20;
-  const int reps = argc > 2 ? static_cast<int>(positive_arg(argv[2], "reps", 1000)) : 9;
+  const std::size_t n =
+      argc > 1 ? static_cast<std::size_t>(tz::bench_int_arg("tz_optim_bench", argv[1], "elements", 1LL << 30))
+               : std::size_t{8} << 20;
+  const int reps =
+      argc > 2 ? static_cast<int>(tz::bench_int_arg("tz_optim_bench", argv[2], "reps", 1000)) : 9;
   try {
     fmt::print("{}\n", tz::cpu_vector_extensions());
     tz::set_parallel_threads(1);
@@ -64,14 +42,15 @@ int main(int argc, char** argv) {
     std::vector<std::vector<double>> t(kCount);
     std::size_t bad = 0;
     for (int r = 0; r < reps; ++r) {
-      t[kMemcpy].push_back(seconds([&] { std::memcpy(dst.data(), src.data(), 4 * n * sizeof(float)); }));
+      t[kMemcpy].push_back(
+          tz::seconds_of([&] { std::memcpy(dst.data(), src.data(), 4 * n * sizeof(float)); }));
       for (bool portable : {true, false}) {
         if (!portable && !avx2) continue;
         tz::adamw_detail::force_portable(portable);
-        t[portable ? kUpdatePortable : kUpdateAvx2].push_back(seconds([&] {
+        t[portable ? kUpdatePortable : kUpdateAvx2].push_back(tz::seconds_of([&] {
           tz::adamw_update(p.data(), g.data(), m.data(), v.data(), {&seg, 1}, n, 3 + r, hp);
         }));
-        t[portable ? kCountPortable : kCountAvx2].push_back(seconds([&] {
+        t[portable ? kCountPortable : kCountAvx2].push_back(tz::seconds_of([&] {
           bad += tz::adamw_nonfinite_count(p.data(), g.data(), m.data(), v.data(), {&seg, 1}, n, 3 + r, hp);
         }));
       }
@@ -80,7 +59,7 @@ int main(int argc, char** argv) {
     if (bad != 0)
       throw std::runtime_error(fmt::format("the steady state counted {} non-finite elements", bad));
     // Each loop reads p, g, m, v (16 bytes per element); the update also writes p, m, v.
-    const double bytes = 16.0 * double(n), memcpy_s = median(t[kMemcpy]);
+    const double bytes = 16.0 * double(n), memcpy_s = tz::median(t[kMemcpy]);
     fmt::print("{} elements, 1 thread, median of {}; memcpy of the 16 B/element read: {:.1f} GB/s\n", n, reps,
                bytes / memcpy_s / 1e9);
     fmt::print("{:<22}{:>10}{:>10}{:>12}\n", "loop", "ms", "GB/s", "x memcpy");
@@ -90,13 +69,13 @@ int main(int argc, char** argv) {
         fmt::print("{:<22}skipped: this CPU has no AVX2\n", names[k]);
         continue;
       }
-      const double s = median(t[k]);
+      const double s = tz::median(t[k]);
       fmt::print("{:<22}{:>10.2f}{:>10.1f}{:>12.2f}\n", names[k], s * 1e3, bytes / s / 1e9, memcpy_s / s);
     }
     if (avx2)
       fmt::print("avx2 / portable: update {:.2f}x, count {:.2f}x\n",
-                 median(t[kUpdatePortable]) / median(t[kUpdateAvx2]),
-                 median(t[kCountPortable]) / median(t[kCountAvx2]));
+                 tz::median(t[kUpdatePortable]) / tz::median(t[kUpdateAvx2]),
+                 tz::median(t[kCountPortable]) / tz::median(t[kCountAvx2]));
   } catch (const std::exception& e) {
     fmt::print(stderr, "tz_optim_bench: {}\n", e.what());
     return 1;

@@ -5,28 +5,13 @@
 // `tierzero bench quant` prints the same tables with options (--isa to force one ISA).
 #include <fmt/format.h>
 
-#include <algorithm>
 #include <cstdlib>
 #include <exception>
 #include <string>
 
+#include "bench/bench_args.hpp"
 #include "bench/quant_throughput.hpp"
 #include "quant/block_quantize.hpp"
-
-namespace {
-
-// A whole positive number, or exit with a message naming the argument.
-long long positive_arg(const char* text, const char* name) {
-  char* end = nullptr;
-  const long long v = std::strtoll(text, &end, 10);
-  if (end == text || *end != '\0' || v < 1) {
-    fmt::print(stderr, "tz_quant_bench: {} must be a positive whole number, got '{}'\n", name, text);
-    std::exit(2);
-  }
-  return v;
-}
-
-}  // namespace
 
 int main(int argc, char** argv) {
   if (argc > 4) {
@@ -34,9 +19,12 @@ int main(int argc, char** argv) {
     return 2;
   }
   tz::QuantThroughputOptions opts;
-  if (argc > 1) opts.elements = static_cast<std::size_t>(positive_arg(argv[1], "elements"));
-  if (argc > 2) opts.reps = static_cast<int>(std::min(positive_arg(argv[2], "reps"), 1000LL));
-  if (argc > 3) opts.runs = static_cast<int>(std::min(positive_arg(argv[3], "runs"), 100LL));
+  constexpr const char* kProgram = "tz_quant_bench";
+  if (argc > 1)
+    opts.elements = static_cast<std::size_t>(
+        tz::bench_int_arg(kProgram, argv[1], "elements", static_cast<long long>(tz::kMaxQuantBenchElements)));
+  if (argc > 2) opts.reps = static_cast<int>(tz::bench_int_arg(kProgram, argv[2], "reps", 1000));
+  if (argc > 3) opts.runs = static_cast<int>(tz::bench_int_arg(kProgram, argv[3], "runs", 100));
   try {
     tz::validate_quant_throughput_options(opts);
     fmt::print("{}\n", tz::cpu_vector_extensions());

@@ -17,6 +17,7 @@
 #include "core/bf16.hpp"
 #include "core/cpu_features.hpp"
 #include "core/error.hpp"
+#include "core/timing.hpp"
 
 namespace tz {
 namespace {
@@ -63,11 +64,6 @@ struct NativeTypes {
 
 double bus_factor(CollectiveKind kind, int p) {
   return p <= 1 ? 0 : algorithmic_bytes(kind, 1.0, p);
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
 }
 
 }  // namespace

@@ -15,20 +15,10 @@
 #include "core/bf16.hpp"
 #include "core/cpu_features.hpp"
 #include "core/error.hpp"
+#include "core/timing.hpp"
 
 namespace tz {
 namespace {
-
-double seconds_of(const auto& fn) {
-  const auto t0 = std::chrono::steady_clock::now();
-  fn();
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
 
 // Gaussian values with one outlier (x30) in 1000, as gradients and weights have.
 std::vector<float> test_values(std::size_t n) {

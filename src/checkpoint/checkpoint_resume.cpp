@@ -9,6 +9,7 @@
 #include "checkpoint/checkpoint_reader.hpp"
 #include "checkpoint/crc32c.hpp"
 #include "core/error.hpp"
+#include "core/timing.hpp"
 
 namespace tz {
 
@@ -51,7 +52,7 @@ ResumeResult resume_checkpoint(Communicator& world, ShardedEngine& engine, const
     res.plan = m.plan;
     res.bytes_read = reader.bytes_read();
   });
-  res.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  res.seconds = seconds_since(t0);
   return res;
 }
 

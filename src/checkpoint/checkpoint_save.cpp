@@ -15,6 +15,7 @@
 #include "checkpoint/checkpoint_pieces.hpp"
 #include "checkpoint/crc32c.hpp"
 #include "core/error.hpp"
+#include "core/timing.hpp"
 
 namespace tz {
 namespace fs = std::filesystem;
@@ -171,7 +172,7 @@ SaveResult save_checkpoint(Communicator& world, const ShardedEngine& engine, con
   res.bytes = total_bytes;
   res.rank_bytes = mine.bytes;
   res.removed = std::move(removed);
-  res.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  res.seconds = seconds_since(t0);
   return res;
 }
 

@@ -13,6 +13,7 @@
 #include "checkpoint/checked_file.hpp"
 #include "checkpoint/gpt2_file_reader.hpp"
 #include "core/error.hpp"
+#include "core/timing.hpp"
 
 namespace tz {
 
@@ -41,7 +42,7 @@ ImportResult import_weights(Communicator& world, ShardedEngine& engine, const st
     res.dtype = weights.dtype();
     res.bytes_read = weights.bytes_read();
   });
-  res.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  res.seconds = seconds_since(t0);
   return res;
 }
 

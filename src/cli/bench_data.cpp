@@ -20,6 +20,7 @@
 #include "cli/cli_options.hpp"
 #include "core/cpu_features.hpp"
 #include "core/error.hpp"
+#include "core/timing.hpp"
 #include "data/bpe_tokenizer.hpp"
 #include "data/bpe_trainer.hpp"
 #include "data/data_loader.hpp"
@@ -42,11 +43,6 @@ struct BenchDataArgs {
   std::string tokenizer;
   int train_vocab = 4096;
 };
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
 
 double now_s() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -143,7 +139,7 @@ void bench_bpe(const BenchDataArgs& a) {
       median(ref), median(fast) / median(ref), a.reps);
 }
 
-const bool registered =
+const bool bench_data_registered =
     register_bench({"data", "Data pipeline: loader tokens/s from mmap, BPE encode MB/s (single thread)",
                     [](CLI::App& sub) -> RunFn {
                       auto a = std::make_shared<BenchDataArgs>();

@@ -16,6 +16,7 @@
 #include "cli/cli_options.hpp"
 #include "cli/command_registry.hpp"
 #include "core/error.hpp"
+#include "core/timing.hpp"
 #include "data/bpe_tokenizer.hpp"
 #include "data/byte_tokenizer.hpp"
 #include "model/gpt_decode.hpp"
@@ -88,7 +89,7 @@ int run_sample(const SampleArgs& a) {
     std::fwrite(s.data(), 1, s.size(), stdout);
     std::fflush(stdout);
   });
-  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const double s = seconds_since(t0);
   fmt::print("\n");
   std::fflush(stdout);
   fmt::print(
@@ -100,7 +101,7 @@ int run_sample(const SampleArgs& a) {
   return 0;
 }
 
-const bool registered = register_command(
+const bool sample_registered = register_command(
     {"sample", "Generate text from trained weights (one process, KV cache): temperature, top-k, seed",
      [](CLI::App& sub) -> RunFn {
        auto a = std::make_shared<SampleArgs>();

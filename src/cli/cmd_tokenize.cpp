@@ -16,6 +16,7 @@
 #include "cli/cli_options.hpp"
 #include "cli/command_registry.hpp"
 #include "core/error.hpp"
+#include "core/timing.hpp"
 #include "data/bpe_tokenizer.hpp"
 #include "data/bpe_trainer.hpp"
 #include "data/llmc_shard_writer.hpp"
@@ -86,8 +87,7 @@ int run_tokenize(const TokenizeArgs& a) {
     const BpeVocabulary v = train_bpe(texts, a.train_vocab);
     write_vocab_and_merges(v, a.tokenizer);
     fmt::print("trained {} tokens ({} merges) on {} bytes in {:.1f} s; wrote {}/vocab.json and merges.txt\n",
-               v.tokens.size(), v.merges.size(), text_bytes,
-               std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), a.tokenizer);
+               v.tokens.size(), v.merges.size(), text_bytes, seconds_since(t0), a.tokenizer);
     if (a.out.empty()) return 0;
   }
   BpeTokenizer tok = BpeTokenizer::load(a.tokenizer);
@@ -103,7 +103,7 @@ int run_tokenize(const TokenizeArgs& a) {
     tok.encode_chunked(view(*f), 1 << 20, [&](std::span<const std::int32_t> t) { out.append(t); });
   }
   out.finish();
-  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const double s = seconds_since(t0);
   fmt::print("{} documents, {} bytes -> {} tokens ({:.2f} bytes/token) in {} shard{}; {:.1f} MB/s\n",
              files.size(), text_bytes, out.total(),
              static_cast<double>(text_bytes) / std::max<std::size_t>(out.total(), 1), out.shards(),
@@ -111,7 +111,7 @@ int run_tokenize(const TokenizeArgs& a) {
   return 0;
 }
 
-const bool registered = register_command(
+const bool tokenize_registered = register_command(
     {"tokenize", "Encode text files into llm.c token shards with GPT-2's byte-level BPE",
      [](CLI::App& sub) -> RunFn {
        auto a = std::make_shared<TokenizeArgs>();

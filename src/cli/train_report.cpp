@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.hpp"
+#include "core/timing.hpp"
 #include "model/flops.hpp"
 #include "model/parameter_layout.hpp"
 #include "optim/lr_schedule.hpp"
@@ -174,7 +175,7 @@ void StepReporter::write_metrics(const nlohmann::json& line, const std::string& 
 void StepReporter::on_step(const TrainStep& t, double mem) {
   const EngineStep& st = t.engine;
   const int s = st.step;
-  const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  const double elapsed = seconds_since(start_);
   const double eta = elapsed / (s + 1) * (run_.steps - s - 1);
   // MFU = model FLOPs per second of this rank / its peak = tokens/s x FLOPs per token / (world x peak).
   const double mfu =

@@ -6,6 +6,7 @@
 #include "core/bf16.hpp"
 #include "core/bf16_convert.hpp"
 #include "core/error.hpp"
+#include "core/timing.hpp"
 #include "plan/step_schedule.hpp"
 #include "quant/host_stream.hpp"
 
@@ -17,10 +18,6 @@ namespace {
 constexpr std::size_t kMaxGradSlots = 4;
 // Floats narrowed and then cleared at a time (16 KiB: stays in L1 between the two).
 constexpr std::size_t kClearPiece = 4096;
-
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
 
 }  // namespace
 

@@ -7,6 +7,8 @@
 #include <chrono>
 #include <string_view>
 
+#include "core/timing.hpp"
+
 namespace tz {
 
 enum class LayerSlot {
@@ -50,7 +52,7 @@ class LayerTimer {
     if (target_) t0_ = std::chrono::steady_clock::now();
   }
   ~LayerTimer() {
-    if (target_) *target_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
+    if (target_) *target_ += seconds_since(t0_);
   }
   LayerTimer(const LayerTimer&) = delete;
   LayerTimer& operator=(const LayerTimer&) = delete;

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.hpp"
+#include "core/timing.hpp"
 #include "train/config_agreement.hpp"
 
 namespace tz {
@@ -18,7 +19,7 @@ EvalRecord evaluate(ShardedEngine& engine, const Evaluation& eval, int step) {
   EvalRecord r;
   r.step = step;
   r.loss = engine.evaluate(eval.next_batch, eval.batches);
-  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  r.seconds = seconds_since(t0);
   return r;
 }
 
