@@ -129,17 +129,16 @@ __attribute__((target("avx2"))) AdamWStateBound adamw_run_avx2(float* __restrict
   std::size_t i = 0;
   for (; i + 8 <= n; i += 8) {
     const AdamWElement8 e = adamw_element8<L2>(p + i, g + i, m + i, v + i, k8);
-    const __m256 np = e.p, mi = e.m, vi = e.v;
-    _mm256_storeu_ps(m + i, mi);
-    _mm256_storeu_ps(v + i, vi);
-    _mm256_storeu_ps(p + i, np);
-    bp = _mm256_max_ps(bp, _mm256_and_ps(np, abs_mask));
-    bm = _mm256_max_ps(bm, _mm256_and_ps(mi, abs_mask));
-    bv = _mm256_max_ps(bv, vi);
-    lo = _mm256_min_ps(lo, vi);
-    nan_p = _mm256_or_ps(nan_p, _mm256_cmp_ps(np, np, _CMP_UNORD_Q));
-    nan_m = _mm256_or_ps(nan_m, _mm256_cmp_ps(mi, mi, _CMP_UNORD_Q));
-    nan_v = _mm256_or_ps(nan_v, _mm256_cmp_ps(vi, vi, _CMP_UNORD_Q));
+    _mm256_storeu_ps(m + i, e.m);
+    _mm256_storeu_ps(v + i, e.v);
+    _mm256_storeu_ps(p + i, e.p);
+    bp = _mm256_max_ps(bp, _mm256_and_ps(e.p, abs_mask));
+    bm = _mm256_max_ps(bm, _mm256_and_ps(e.m, abs_mask));
+    bv = _mm256_max_ps(bv, e.v);
+    lo = _mm256_min_ps(lo, e.v);
+    nan_p = _mm256_or_ps(nan_p, _mm256_cmp_ps(e.p, e.p, _CMP_UNORD_Q));
+    nan_m = _mm256_or_ps(nan_m, _mm256_cmp_ps(e.m, e.m, _CMP_UNORD_Q));
+    nan_v = _mm256_or_ps(nan_v, _mm256_cmp_ps(e.v, e.v, _CMP_UNORD_Q));
   }
   alignas(32) float lanes[4][8];
   _mm256_store_ps(lanes[0], bp);
