@@ -75,7 +75,7 @@ int run_bench_comm(BenchCommArgs args) {
                       });
 }
 
-const bool registered = register_bench(
+const bool bench_comm_registered = register_bench(
     {"comm", "Collectives per tier (flat and hierarchical) beside native MPI, in nccl-tests' columns",
      [](CLI::App& sub) -> RunFn {
        auto args = std::make_shared<BenchCommArgs>();

@@ -68,7 +68,7 @@ int run_bench_qcomm(BenchQcommArgs args) {
                       });
 }
 
-const bool registered = register_bench(
+const bool bench_qcomm_registered = register_bench(
     {"qcomm", "qwZ / qgZ beside unquantized all-gather / reduce-scatter: time and bytes per tier",
      [](CLI::App& sub) -> RunFn {
        auto args = std::make_shared<BenchQcommArgs>();

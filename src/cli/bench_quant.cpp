@@ -65,7 +65,7 @@ int run_bench_quant(const BenchQuantArgs& args) {
   return 0;
 }
 
-const bool registered = register_bench(
+const bool bench_quant_registered = register_bench(
     {"quant",
      "Block quantize/dequantize throughput (INT8/INT4, fp32/bf16) as a ratio to memcpy, per ISA; block-size "
      "sweep",

@@ -12,7 +12,7 @@ std::vector<CommandSpec>& benches() {
   return list;
 }
 
-const bool registered = register_command(
+const bool bench_registered = register_command(
     {"bench", "Benchmarks: communication, kernels, ... (see bench --help)", [](CLI::App& sub) -> RunFn {
        sub.require_subcommand(1);
        auto runs = std::make_shared<std::map<CLI::App*, RunFn>>();

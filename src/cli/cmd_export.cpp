@@ -29,7 +29,7 @@ int run_export(const ExportArgs& a) {
   }
 }
 
-const bool registered = register_command(
+const bool export_registered = register_command(
     {"export",
      "Write a checkpoint's weights as one model file: safetensors (Hugging Face GPT-2 names) or llm.c's "
      "gpt2_*.bin",

@@ -126,7 +126,7 @@ int run_plan(const PlanArgs& a) {
   return 0;
 }
 
-const bool registered = register_command(
+const bool plan_registered = register_command(
     {"plan",
      "Predict step time, TFLOPS, bytes per tier and memory of every preset plan, and search for the best",
      [](CLI::App& sub) -> RunFn {

@@ -18,6 +18,7 @@
 #include "core/error.hpp"
 #include "core/json_fields.hpp"
 #include "core/json_read.hpp"
+#include "core/output_file.hpp"
 
 namespace tz::cli {
 namespace {
@@ -58,11 +59,9 @@ Series read_metrics(const std::string& path) {
   return s;
 }
 
-void write_file(const std::filesystem::path& path, const std::string& text) {
-  std::ofstream out(path);
-  out << text;
-  out.close();
-  if (!out) fail_input("plot: {}: write failed", path.string());
+// Writes `text` to `path`; an InputError naming the file and the system's reason when it fails.
+void write_plot_file(const std::filesystem::path& path, const std::string& text) {
+  write_output_file(path.string(), text, "plot output");
 }
 
 std::string data_text(const std::vector<std::pair<long long, double>>& points) {
@@ -80,9 +79,9 @@ int run_plot(const PlotArgs& a) {
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) fail_input("plot: --out {}: cannot create the folder: {}", a.out, ec.message());
-  write_file(dir / "loss.dat", data_text(s.loss));
-  write_file(dir / "val_loss.dat", data_text(s.val_loss));
-  write_file(dir / "tokens_per_s.dat", data_text(s.tokens_per_s));
+  write_plot_file(dir / "loss.dat", data_text(s.loss));
+  write_plot_file(dir / "val_loss.dat", data_text(s.val_loss));
+  write_plot_file(dir / "tokens_per_s.dat", data_text(s.tokens_per_s));
   auto q = [&](const char* name) { return "'" + (dir / name).string() + "'"; };
   std::string gp = "set grid\nset key top right\nset xlabel 'step (optimizer steps)'\n";
   const std::string loss_plot = fmt::format(
@@ -101,7 +100,7 @@ int run_plot(const PlotArgs& a) {
                       q(fmt::format("tokens_per_s.{}", ext).c_str()), rate_plot);
     gp += "unset output\n";
   }
-  write_file(dir / "plot.gp", gp);
+  write_plot_file(dir / "plot.gp", gp);
   const std::string cmd = fmt::format("gnuplot '{}'", (dir / "plot.gp").string());
   const int rc = std::system(cmd.c_str());
   if (rc != 0)
@@ -118,7 +117,7 @@ int run_plot(const PlotArgs& a) {
   return 0;
 }
 
-const bool registered = register_command(
+const bool plot_registered = register_command(
     {"plot", "Draw a training run's loss, validation loss and tokens/s from its --metrics file (PNG and SVG)",
      [](CLI::App& sub) -> RunFn {
        auto a = std::make_shared<PlotArgs>();

@@ -49,7 +49,7 @@ struct SimulateArgs {
 };
 
 // Writes `text` to `path`; an InputError naming the file when it cannot be written completely.
-void write_file(const std::filesystem::path& path, const std::string& text) {
+void write_simulate_file(const std::filesystem::path& path, const std::string& text) {
   write_output_file(path.string(), text, "simulate output");
 }
 
@@ -92,7 +92,7 @@ void write_charts(const std::filesystem::path& dir, const std::vector<std::strin
     gp += fmt::format("{}'{}' using {}:xtic(1) title '{}'", t ? ", " : "", (dir / "traffic.csv").string(),
                       t + 2, columns[t]);
   gp += "\n";
-  write_file(dir / "charts.gp", gp);
+  write_simulate_file(dir / "charts.gp", gp);
   const std::string cmd = fmt::format("gnuplot '{}'", (dir / "charts.gp").string());
   if (std::system(cmd.c_str()) != 0)
     fmt::print(stderr, "simulate: gnuplot failed (is gnuplot-nox installed?); CSV and JSON are written\n");
@@ -127,7 +127,7 @@ int run_calibrate(const SimulateArgs& a) {
       perf::calibrated_topology_json(Topology::load(a.topology), read_json_file(a.calibrate_from.front()),
                                      a.calibrate_from.front(), device_calibration(a), extra, extra_origins);
   Topology::from_json(doc, a.write_topology);  // it must read back
-  write_file(a.write_topology, doc.dump(2) + "\n");
+  write_simulate_file(a.write_topology, doc.dump(2) + "\n");
   fmt::print("wrote {}: device {:.4g} TFLOPS per rank, {} measured curve(s)\n", a.write_topology,
              doc["device"]["peak_tflops"].get<double>(),
              doc.value("collective_curves", nlohmann::json::array()).size());
@@ -185,11 +185,12 @@ int run_busbw(const SimulateArgs& a) {
   }
   const std::filesystem::path dir(a.out);
   std::filesystem::create_directories(dir);
-  write_file(dir / "busbw.json",
-             nlohmann::json{
-                 {"topology", base_topo.name()}, {"op", a.busbw}, {"runtime", a.step.runtime}, {"rows", rows}}
-                     .dump(2) +
-                 "\n");
+  write_simulate_file(
+      dir / "busbw.json",
+      nlohmann::json{
+          {"topology", base_topo.name()}, {"op", a.busbw}, {"runtime", a.step.runtime}, {"rows", rows}}
+              .dump(2) +
+          "\n");
   return 0;
 }
 
@@ -246,22 +247,22 @@ int run_simulate(const SimulateArgs& a) {
     for (const auto& col : columns) csv << fmt::format(",{:.0f}", perf::traffic_bytes(c, col));
     csv << "\n";
   }
-  write_file(dir / "sweep.csv", csv.str());
+  write_simulate_file(dir / "sweep.csv", csv.str());
   std::ostringstream traffic;
   for (const auto& r : largest_rows) {
     traffic << r.plan.name();
     for (const auto& col : columns) traffic << fmt::format(",{:.4f}", perf::traffic_bytes(r.cost, col) / 1e9);
     traffic << "\n";
   }
-  write_file(dir / "traffic.csv", traffic.str());
-  write_file(dir / "sweep.json", doc.dump(2) + "\n");
+  write_simulate_file(dir / "traffic.csv", traffic.str());
+  write_simulate_file(dir / "sweep.json", doc.dump(2) + "\n");
   std::ostringstream scaling;
   for (const auto& [devices, _] : tflops.begin()->second) {
     scaling << devices;
     for (const auto& name : a.plans) scaling << fmt::format(",{:.4f}", tflops[name][devices]);
     scaling << "\n";
   }
-  write_file(dir / "scaling.csv", scaling.str());
+  write_simulate_file(dir / "scaling.csv", scaling.str());
 
   fmt::print(
       "model {} on {}: micro-batch {}, accumulation {}, fraction of peak {}, recompute {}, overlap {}, "
@@ -297,7 +298,7 @@ int run_simulate(const SimulateArgs& a) {
   return 0;
 }
 
-const bool registered = register_command(
+const bool simulate_registered = register_command(
     {"simulate",
      "Sweep the cost model over device counts and plans; write CSV/JSON and scaling/traffic charts",
      [](CLI::App& sub) -> RunFn {

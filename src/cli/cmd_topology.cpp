@@ -46,7 +46,7 @@ int run_topology(const TopologyArgs& args) {
   return 0;
 }
 
-const bool registered =
+const bool topology_registered =
     register_command({"topology", "Show a topology preset or file: tiers, rank coordinates, groups",
                       [](CLI::App& sub) -> RunFn {
                         auto args = std::make_shared<TopologyArgs>();

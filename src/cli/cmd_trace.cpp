@@ -45,7 +45,7 @@ int run_trace(const std::string& dir) {
   return 0;
 }
 
-const bool registered = register_command(
+const bool trace_registered = register_command(
     {"trace",
      "Merge the flight-recorder files of a run (one per rank) into one report of where the ranks parted",
      [](CLI::App& sub) -> RunFn {

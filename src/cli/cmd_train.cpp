@@ -349,7 +349,7 @@ int run_train(const TrainArgs& a) {
                       [&](Mesh& mesh) { train_on_rank(mesh, a, 1); });
 }
 
-const bool registered = register_command(
+const bool train_registered = register_command(
     {"train",
      "Train a GPT under a partition plan: one process, or every rank under mpirun (default: tiny model, "
      "fortunes corpus)",

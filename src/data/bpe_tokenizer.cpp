@@ -4,16 +4,10 @@
 #include <unordered_set>
 
 #include "core/error.hpp"
+#include "data/bpe_pair_key.hpp"
 #include "data/gpt2_pretokenizer.hpp"
 
 namespace tz {
-namespace {
-
-std::uint64_t pair_key(std::int32_t a, std::int32_t b) {
-  return (static_cast<std::uint64_t>(static_cast<std::uint32_t>(a)) << 32) | static_cast<std::uint32_t>(b);
-}
-
-}  // namespace
 
 BpeTokenizer::BpeTokenizer(BpeVocabulary vocab) : vocab_(std::move(vocab)) {
   const std::string& where = vocab_.origin;
@@ -42,7 +36,7 @@ BpeTokenizer::BpeTokenizer(BpeVocabulary vocab) : vocab_(std::move(vocab)) {
     if (it == ids.end())
       fail_input("tokenizer {}: merge {} ('{}' + '{}') makes a token that is not in the vocabulary", where, r,
                  bytes_to_alphabet(vocab_.tokens[a]), bytes_to_alphabet(vocab_.tokens[b]));
-    if (!merges_.emplace(pair_key(a, b), Merge{static_cast<std::int32_t>(r), it->second}).second)
+    if (!merges_.emplace(bpe_pair_key(a, b), Merge{static_cast<std::int32_t>(r), it->second}).second)
       fail_input("tokenizer {}: merge {} ('{}' + '{}') is listed twice", where, r,
                  bytes_to_alphabet(vocab_.tokens[a]), bytes_to_alphabet(vocab_.tokens[b]));
     training_order_ = training_order_ && formed[a] && formed[b];
@@ -51,7 +45,7 @@ BpeTokenizer::BpeTokenizer(BpeVocabulary vocab) : vocab_(std::move(vocab)) {
 }
 
 const BpeTokenizer::Merge* BpeTokenizer::find_merge(std::int32_t a, std::int32_t b) const {
-  auto it = merges_.find(pair_key(a, b));
+  auto it = merges_.find(bpe_pair_key(a, b));
   return it == merges_.end() ? nullptr : &it->second;
 }
 

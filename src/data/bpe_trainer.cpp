@@ -4,14 +4,11 @@
 #include <unordered_map>
 
 #include "core/error.hpp"
+#include "data/bpe_pair_key.hpp"
 #include "data/gpt2_pretokenizer.hpp"
 
 namespace tz {
 namespace {
-
-std::uint64_t pair_key(std::int32_t a, std::int32_t b) {
-  return (static_cast<std::uint64_t>(a) << 32) | static_cast<std::uint32_t>(b);
-}
 
 struct Word {
   std::vector<std::int32_t> symbols;
@@ -57,7 +54,7 @@ BpeVocabulary train_bpe(const std::vector<std::string_view>& texts, int vocab_si
   auto add_pairs = [&](std::uint32_t wi, std::int64_t sign) {
     const Word& w = words[wi];
     for (std::size_t i = 0; i + 1 < w.symbols.size(); ++i) {
-      const std::uint64_t k = pair_key(w.symbols[i], w.symbols[i + 1]);
+      const std::uint64_t k = bpe_pair_key(w.symbols[i], w.symbols[i + 1]);
       pair_count[k] += sign * w.count;
       if (sign > 0) where[k].push_back(wi);
     }

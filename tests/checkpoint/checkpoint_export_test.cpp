@@ -17,11 +17,13 @@
 #include "core/bf16.hpp"
 #include "model/gpt.hpp"
 #include "model/param_source.hpp"
+#include "support/expect_contains.hpp"
 
 namespace tz {
 namespace {
 
 namespace fs = std::filesystem;
+using test::expect_contains;
 using test::Trial;
 using test::TrialSpec;
 
@@ -46,10 +48,6 @@ Saved trained(const std::string& name) {
 std::string read_bytes(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
   return {std::istreambuf_iterator<char>(f), {}};
-}
-
-void expect_contains(const std::string& msg, std::initializer_list<std::string> parts) {
-  for (const auto& p : parts) EXPECT_NE(msg.find(p), std::string::npos) << "'" << p << "' not in: " << msg;
 }
 
 TEST(CheckpointExport, PyTorchReadsTheSafetensorsFileAndReproducesTheLogits) {

@@ -12,11 +12,13 @@
 #include "checkpoint/crc32c.hpp"
 #include "checkpoint_test_util.hpp"
 #include "core/error.hpp"
+#include "support/expect_contains.hpp"
 
 namespace tz {
 namespace {
 
 namespace fs = std::filesystem;
+using test::expect_contains;
 using test::Trial;
 using test::TrialSpec;
 
@@ -60,10 +62,6 @@ nlohmann::json& tensor_entry(nlohmann::json& m, const std::string& name) {
   for (auto& t : m["tensors"])
     if (t["name"] == name) return t;
   throw std::runtime_error("no tensor " + name);
-}
-
-void expect_contains(const std::string& msg, std::initializer_list<std::string> parts) {
-  for (const auto& p : parts) EXPECT_NE(msg.find(p), std::string::npos) << "'" << p << "' not in: " << msg;
 }
 
 TEST(CheckpointFaults, ATruncatedShardNamesFileTensorAndSizes) {

@@ -19,7 +19,7 @@ namespace {
 
 constexpr double kDecodeVsFull = 2e-5;  // normalized error: same math, N = 1 rows vs (T, ...) batches
 
-const GptConfig kCfg{.n_layer = 2, .n_embd = 24, .n_head = 3, .n_positions = 16, .vocab_size = 61};
+const GptConfig kDecodeCfg{.n_layer = 2, .n_embd = 24, .n_head = 3, .n_positions = 16, .vocab_size = 61};
 
 template <typename F>
 void expect_throw_input(F&& f) {
@@ -27,7 +27,7 @@ void expect_throw_input(F&& f) {
 }
 
 struct Model {
-  ParameterLayout layout{kCfg};
+  ParameterLayout layout{kDecodeCfg};
   std::vector<float> params;
   Model() {
     params.resize(layout.total_numel());
@@ -41,14 +41,14 @@ TEST(GptDecode, EveryPositionEqualsFullRecomputation) {
   Model m;
   GptDecoder dec(m.layout, m.params.data());
   std::vector<std::int32_t> tokens;
-  for (int t = 0; t < kCfg.n_positions; ++t) tokens.push_back((t * 17 + 5) % kCfg.vocab_size);
-  for (int t = 0; t < kCfg.n_positions; ++t) {
+  for (int t = 0; t < kDecodeCfg.n_positions; ++t) tokens.push_back((t * 17 + 5) % kDecodeCfg.vocab_size);
+  for (int t = 0; t < kDecodeCfg.n_positions; ++t) {
     const float* got = dec.step(tokens[t]);
     const std::vector<float> want =
         decode_logits_ref(m.layout, m.params.data(), {tokens.data(), std::size_t(t + 1)});
     EXPECT_LT(test::norm_err(got, want.data(), want.size()), kDecodeVsFull) << "position " << t;
   }
-  EXPECT_EQ(dec.positions_computed(), kCfg.n_positions);  // one per token, never the prefix again
+  EXPECT_EQ(dec.positions_computed(), kDecodeCfg.n_positions);  // one per token, never the prefix again
   expect_throw_input([&] { dec.step(0); });
   dec.reset();
   const float* again = dec.step(tokens[0]);
@@ -62,7 +62,7 @@ TEST(GptDecode, ThreadsChangeNothing) {
   for (int t = 0; t < 8; ++t) {
     const float* a = one.step(t + 3);
     const float* b = two.step(t + 3);
-    EXPECT_LT(test::norm_err(a, b, kCfg.vocab_size), 1e-6);
+    EXPECT_LT(test::norm_err(a, b, kDecodeCfg.vocab_size), 1e-6);
   }
 }
 

@@ -20,14 +20,14 @@ namespace {
 constexpr double kModelFiniteDifference = 3e-2;  // fp32 loss differences, step 1e-2 on sampled elements
 constexpr double kSameMath = 1e-6;               // same kernels, different schedule
 
-const GptConfig kCfg{.n_layer = 2, .n_embd = 24, .n_head = 3, .n_positions = 11, .vocab_size = 29};
+const GptConfig kGptCfg{.n_layer = 2, .n_embd = 24, .n_head = 3, .n_positions = 11, .vocab_size = 29};
 constexpr int kB = 2, kT = 7;
 
 struct Fixture {
   Gpt model;
   std::vector<float> params, grads;
   std::vector<std::int32_t> tokens, targets;
-  explicit Fixture(GptOptions opt = {}) : model(kCfg, kB, kT, opt) {
+  explicit Fixture(GptOptions opt = {}) : model(kGptCfg, kB, kT, opt) {
     params.resize(model.layout().total_numel());
     grads.assign(params.size(), 0.0f);
     gpt2_init(params.data(), model.layout(), 3);
@@ -36,8 +36,8 @@ struct Fixture {
     for (std::size_t i = 0; i < params.size(); ++i) params[i] += noise[i];
     std::mt19937 gen(5);
     for (int i = 0; i < kB * kT; ++i) {
-      tokens.push_back(gen() % kCfg.vocab_size);
-      targets.push_back(gen() % kCfg.vocab_size);
+      tokens.push_back(gen() % kGptCfg.vocab_size);
+      targets.push_back(gen() % kGptCfg.vocab_size);
     }
   }
   double loss() {
@@ -156,7 +156,7 @@ TEST(Gpt, Bf16WeightMatricesEqualTheirWidenedFp32Bitwise) {
     for (auto& p : f.params) p = to_float(to_bf16(p));  // values bf16 holds exactly
     f.grad();
     const double loss = f.loss();
-    const std::vector<float> logits(f.model.logits(), f.model.logits() + kB * kT * kCfg.vocab_size);
+    const std::vector<float> logits(f.model.logits(), f.model.logits() + kB * kT * kGptCfg.vocab_size);
     std::vector<float> grads(f.params.size(), 0.0f);
     Bf16Params src(f.model.layout(), f.params, grads.data());
     EXPECT_EQ(f.model.forward(src, f.tokens.data(), f.targets.data()), loss) << "recompute " << recompute;
@@ -170,7 +170,7 @@ TEST(Gpt, Bf16WeightMatricesEqualTheirWidenedFp32Bitwise) {
 }
 
 TEST(ParameterLayout, WeightMatricesAreWteAndTheLinearWeights) {
-  const ParameterLayout l(kCfg);
+  const ParameterLayout l(kGptCfg);
   for (const auto& t : l.tensors()) {
     const bool linear = t.name.ends_with(".weight") && t.shape.size() == 2;
     EXPECT_EQ(t.weight_matrix, t.name == "wte" || linear) << t.name;
@@ -195,7 +195,7 @@ TEST(Gpt, InitialLossIsNearUniformAndTrainingLowersIt) {
   opt.batch = 4;
   opt.seq = 8;
   opt.schedule = {.max_lr = 1e-2f, .min_lr = 1e-3f, .warmup_steps = 5, .decay_steps = 60};
-  auto steps = train_single(kCfg, text, 60, opt);
+  auto steps = train_single(kGptCfg, text, 60, opt);
   EXPECT_NEAR(steps.front().loss, std::log(29.0), 0.1);
   EXPECT_LT(steps.back().loss, 0.5 * steps.front().loss);
   for (const auto& s : steps) EXPECT_TRUE(std::isfinite(s.grad_norm));

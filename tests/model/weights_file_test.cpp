@@ -22,10 +22,10 @@ namespace {
 
 using test::expect_input_error;
 
-const GptConfig kCfg{.n_layer = 2, .n_embd = 12, .n_head = 3, .n_positions = 9, .vocab_size = 31};
+const GptConfig kFileCfg{.n_layer = 2, .n_embd = 12, .n_head = 3, .n_positions = 9, .vocab_size = 31};
 
 std::string write_weights(const test::ScratchDir& dir) {
-  const ParameterLayout layout(kCfg);
+  const ParameterLayout layout(kFileCfg);
   std::vector<float> p(layout.total_numel());
   gpt2_init(p.data(), layout, 5);
   const std::string path = dir.path("w.bin");
@@ -37,9 +37,9 @@ TEST(WeightsFile, RoundTripsExactly) {
   test::ScratchDir dir;
   const std::string path = write_weights(dir);
   const ModelWeights w = read_parameter_file(path);
-  EXPECT_EQ(w.config, kCfg);
-  std::vector<float> p(ParameterLayout(kCfg).total_numel());
-  gpt2_init(p.data(), ParameterLayout(kCfg), 5);
+  EXPECT_EQ(w.config, kFileCfg);
+  std::vector<float> p(ParameterLayout(kFileCfg).total_numel());
+  gpt2_init(p.data(), ParameterLayout(kFileCfg), 5);
   EXPECT_EQ(w.params, p);
 }
 
@@ -69,7 +69,7 @@ TEST(WeightsFile, DamageIsNamed) {
 
 TEST(ActivationFloats, EqualWhatTheModelAllocates) {
   for (const GptConfig& c :
-       {kCfg, GptConfig{.n_layer = 3, .n_embd = 16, .n_head = 2, .n_positions = 20, .vocab_size = 50}})
+       {kFileCfg, GptConfig{.n_layer = 3, .n_embd = 16, .n_head = 2, .n_positions = 20, .vocab_size = 50}})
     for (bool recompute : {false, true})
       for (auto [B, T] : {std::pair{1, 1}, {2, 9}, {3, 7}}) {
         if (T > c.n_positions) continue;
@@ -78,7 +78,7 @@ TEST(ActivationFloats, EqualWhatTheModelAllocates) {
             << B << "x" << T << " recompute " << recompute;
       }
   // Sizes from input never wrap: a micro-batch of 1e9 is a large finite number of floats.
-  EXPECT_GT(gpt_activation_floats(kCfg, 1e9, 9, false), 1e12);
+  EXPECT_GT(gpt_activation_floats(kFileCfg, 1e9, 9, false), 1e12);
 }
 
 }  // namespace

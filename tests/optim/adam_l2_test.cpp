@@ -13,7 +13,7 @@
 namespace tz {
 namespace {
 
-constexpr double kAdamVsRef = 1e-5;
+constexpr double kAdamL2VsRef = 1e-5;
 
 TEST(AdamL2, MatchesReference) {
   ParameterLayout l({.n_layer = 2, .n_embd = 12, .n_head = 3, .n_positions = 9, .vocab_size = 31});
@@ -34,7 +34,7 @@ TEST(AdamL2, MatchesReference) {
   double worst = 0;
   for (std::size_t i = 0; i < n; ++i)
     worst = std::max(worst, std::abs(double(p[i]) - q[i]) / (std::abs(q[i]) + 1e-3));
-  EXPECT_LT(worst, kAdamVsRef);
+  EXPECT_LT(worst, kAdamL2VsRef);
 }
 
 TEST(AdamL2, OneStepFollowsTheFormula) {

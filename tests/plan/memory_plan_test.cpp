@@ -8,12 +8,9 @@ namespace tz {
 namespace {
 
 using plan_test::mini;
+using plan_test::small_ranges;
 
 // Padded to 8 ranks: 16 + 32 + 8 = 56 elements; the largest range is 32.
-std::vector<RangeSpec> small_ranges() {
-  return {{"emb", 16}, {"h0", 30}, {"h1", 8}};
-}
-
 MemoryPlan memory(const PartitionPlan& plan, std::size_t activations = 0) {
   return plan_memory(ShardLayout(small_ranges(), mini(), plan), activations);
 }

@@ -4,8 +4,10 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
 #include "core/error.hpp"
+#include "plan/shard_layout.hpp"
 #include "support/expect_input_error.hpp"
 #include "topology/topology.hpp"
 
@@ -18,6 +20,11 @@ inline Topology mini() {
 }
 inline Topology flat(int n) {
   return Topology::load("flat").resolve(n);
+}
+
+// Three ranges (an embedding and two blocks) of uneven sizes, 54 elements in all.
+inline std::vector<RangeSpec> small_ranges() {
+  return {{"emb", 16}, {"h0", 30}, {"h1", 8}};
 }
 
 // The flat world sizes every preset is exercised on.

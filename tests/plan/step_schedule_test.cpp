@@ -12,12 +12,8 @@ namespace {
 
 using plan_test::flat;
 using plan_test::mini;
+using plan_test::small_ranges;
 
-// Hand-checked table: padded to 8 ranks: emb 16, h0 32, h1 8. The embedding is tied: acquired at the
-// start of forward and again for the LM head at the end; backward starts with the head.
-std::vector<RangeSpec> small_ranges() {
-  return {{"emb", 16}, {"h0", 30}, {"h1", 8}};
-}
 // gcd x2, node x1, system x3: a fan-out of 1 inside a tier set.
 Topology test_topology_2x1x3() {
   return Topology::from_json(nlohmann::json::parse(R"({"name": "t2x1x3", "tiers": [
@@ -28,6 +24,9 @@ Topology test_topology_2x1x3() {
       .resolve(6);
 }
 
+// Hand-checked table over small_ranges(), padded to 8 ranks: emb 16, h0 32, h1 8. The embedding is
+// tied: acquired at the start of forward and again for the LM head at the end; backward starts with
+// the head.
 AcquisitionOrder tied_order() {
   return {{0, 1, 2, 0}, {0, 2, 1, 0}};
 }

@@ -15,10 +15,12 @@
 #include "core/bf16.hpp"
 #include "core/error.hpp"
 #include "quant_test_topologies.hpp"
+#include "tier_bytes.hpp"
 
 namespace tz {
 namespace {
 
+using quant_test::tier_bytes;
 using quant_test::tiers_of;
 
 // The full gradient of world rank r: group_size * count values, magnitudes varying by block.
@@ -85,11 +87,6 @@ std::vector<Replay> replay_bound(const Topology& topo, TierSet tiers, std::size_
     m = slice;
   }
   return cur;
-}
-
-double tier_bytes(const std::map<std::string, TierTraffic>& t, const std::string& label) {
-  auto it = t.find(label);
-  return it == t.end() ? 0.0 : it->second.bytes;
 }
 
 TEST(QgzReduceScatter, WithinBoundAndFormulaOnEveryTierSubset) {

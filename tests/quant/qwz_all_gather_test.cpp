@@ -15,10 +15,12 @@
 #include "core/error.hpp"
 #include "quant/block_quantize.hpp"
 #include "quant_test_topologies.hpp"
+#include "tier_bytes.hpp"
 
 namespace tz {
 namespace {
 
+using quant_test::tier_bytes;
 using quant_test::tiers_of;
 
 // Shard k of the test tensor as bytes of dtype (same on every rank that asks).
@@ -43,11 +45,6 @@ std::vector<std::uint8_t> ref_round_trip(const std::vector<std::uint8_t>& shard,
   quantize_ref(shard.data(), dtype, count, q.data(), opts);
   dequantize_ref(q.data(), count, out.data(), dtype, opts);
   return out;
-}
-
-double tier_bytes(const std::map<std::string, TierTraffic>& t, const std::string& label) {
-  auto it = t.find(label);
-  return it == t.end() ? 0.0 : it->second.bytes;
 }
 
 TEST(QwzAllGather, MatchesReferenceAndFormulaOnEveryTierSubset) {

@@ -18,9 +18,9 @@
 
 namespace tz {
 
-namespace {
-
-struct Op {
+// Not in an anonymous namespace: ThreadWorld (declared in the header) holds them, and gcc rejects a
+// class with members of internal-linkage types when the build compiles several files as one unit.
+struct ThreadOp {
   enum class Phase { queued, copying, done };
   void* data = nullptr;  // receive buffer or (const) send buffer
   std::size_t bytes = 0;
@@ -29,22 +29,20 @@ struct Op {
   std::string error;
 };
 
-struct MatchKey {
+struct ThreadMatchKey {
   int ctx, src, dst, tag;
-  auto operator<=>(const MatchKey&) const = default;
+  auto operator<=>(const ThreadMatchKey&) const = default;
 };
-
-}  // namespace
 
 class ThreadWorld {
  public:
   explicit ThreadWorld(int n) : size_(n) {}
   int size() const { return size_; }
 
-  Request post(const MatchKey& key, void* data, std::size_t bytes, bool is_send, int peer) {
+  Request post(const ThreadMatchKey& key, void* data, std::size_t bytes, bool is_send, int peer) {
     std::unique_lock lock(mu_);
     const std::uint64_t id = next_id_++;
-    auto op = std::make_shared<Op>();
+    auto op = std::make_shared<ThreadOp>();
     op->data = data;
     op->bytes = bytes;
     op->is_send = is_send;
@@ -55,25 +53,25 @@ class ThreadWorld {
       (is_send ? sends_ : recvs_)[key].push_back({id, op});
       return Request{id, peer, is_send};
     }
-    std::shared_ptr<Op> other = it->second.front().second;
+    std::shared_ptr<ThreadOp> other = it->second.front().second;
     it->second.pop_front();
     if (it->second.empty()) others.erase(it);
-    Op& send = is_send ? *op : *other;
-    Op& recv = is_send ? *other : *op;
+    ThreadOp& send = is_send ? *op : *other;
+    ThreadOp& recv = is_send ? *other : *op;
     if (send.bytes != recv.bytes) {
       const std::string e = fmt::format(
           "message size mismatch: world rank {} sent {} bytes, world rank {} expected {} (tag {})", key.src,
           send.bytes, key.dst, recv.bytes, key.tag);
       send.error = recv.error = e;
-      send.phase = recv.phase = Op::Phase::done;
+      send.phase = recv.phase = ThreadOp::Phase::done;
       cv_.notify_all();
       return Request{id, peer, is_send};
     }
-    send.phase = recv.phase = Op::Phase::copying;
+    send.phase = recv.phase = ThreadOp::Phase::copying;
     lock.unlock();
     if (send.bytes > 0) std::memcpy(recv.data, send.data, send.bytes);
     lock.lock();
-    send.phase = recv.phase = Op::Phase::done;
+    send.phase = recv.phase = ThreadOp::Phase::done;
     lock.unlock();
     cv_.notify_all();
     return Request{id, peer, is_send};
@@ -88,7 +86,7 @@ class ThreadWorld {
         if (!r.pending()) continue;
         auto it = ops_.find(r.id);
         TZ_CHECK(it != ops_.end(), "unknown request {}", r.id);
-        if (it->second->phase != Op::Phase::done) {
+        if (it->second->phase != ThreadOp::Phase::done) {
           all = false;
           continue;
         }
@@ -101,7 +99,7 @@ class ThreadWorld {
       if (cv_.wait_until(lock, deadline) == std::cv_status::timeout && Clock::now() >= deadline) {
         // One last look: requests that completed right at the deadline count as done.
         for (Request& r : reqs)
-          if (r.pending() && ops_.at(r.id)->phase == Op::Phase::done && ops_.at(r.id)->error.empty()) {
+          if (r.pending() && ops_.at(r.id)->phase == ThreadOp::Phase::done && ops_.at(r.id)->error.empty()) {
             ops_.erase(r.id);
             r = Request{};
           }
@@ -116,9 +114,9 @@ class ThreadWorld {
       if (!r.pending()) continue;
       auto it = ops_.find(r.id);
       if (it == ops_.end()) continue;
-      std::shared_ptr<Op> op = it->second;
-      cv_.wait(lock, [&] { return op->phase != Op::Phase::copying; });
-      if (op->phase == Op::Phase::queued) remove_queued(r.id, op->is_send ? sends_ : recvs_);
+      std::shared_ptr<ThreadOp> op = it->second;
+      cv_.wait(lock, [&] { return op->phase != ThreadOp::Phase::copying; });
+      if (op->phase == ThreadOp::Phase::queued) remove_queued(r.id, op->is_send ? sends_ : recvs_);
       ops_.erase(r.id);
       r = Request{};
     }
@@ -147,9 +145,9 @@ class ThreadWorld {
   }
 
  private:
-  using Queue = std::deque<std::pair<std::uint64_t, std::shared_ptr<Op>>>;
+  using Queue = std::deque<std::pair<std::uint64_t, std::shared_ptr<ThreadOp>>>;
 
-  static void remove_queued(std::uint64_t id, std::map<MatchKey, Queue>& queues) {
+  static void remove_queued(std::uint64_t id, std::map<ThreadMatchKey, Queue>& queues) {
     for (auto it = queues.begin(); it != queues.end(); ++it) {
       auto pos =
           std::find_if(it->second.begin(), it->second.end(), [&](const auto& e) { return e.first == id; });
@@ -163,8 +161,8 @@ class ThreadWorld {
   const int size_;
   std::mutex mu_;
   std::condition_variable cv_;
-  std::map<MatchKey, Queue> sends_, recvs_;
-  std::unordered_map<std::uint64_t, std::shared_ptr<Op>> ops_;
+  std::map<ThreadMatchKey, Queue> sends_, recvs_;
+  std::unordered_map<std::uint64_t, std::shared_ptr<ThreadOp>> ops_;
   std::uint64_t next_id_ = 1;
   std::map<std::tuple<int, std::uint64_t, int>, int> contexts_;
   int next_ctx_ = 1;
@@ -185,12 +183,12 @@ class ThreadTransport final : public Transport {
 
   Request isend(const void* data, std::size_t bytes, int peer, int tag) override {
     check_peer(peer, tag);
-    return world_->post(MatchKey{ctx_, members_[rank_], members_[peer], tag}, const_cast<void*>(data), bytes,
-                        true, peer);
+    return world_->post(ThreadMatchKey{ctx_, members_[rank_], members_[peer], tag}, const_cast<void*>(data),
+                        bytes, true, peer);
   }
   Request irecv(void* data, std::size_t bytes, int peer, int tag) override {
     check_peer(peer, tag);
-    return world_->post(MatchKey{ctx_, members_[peer], members_[rank_], tag}, data, bytes, false, peer);
+    return world_->post(ThreadMatchKey{ctx_, members_[peer], members_[rank_], tag}, data, bytes, false, peer);
   }
   bool wait_all(std::span<Request> requests, Deadline deadline) override {
     return world_->wait_all(requests, deadline);
