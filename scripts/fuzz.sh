@@ -5,7 +5,8 @@
 # topologies/). Fails on any crash, uncaught exception, hang (an input running over -timeout),
 # sanitizer report, leak, or allocation over the memory limits.
 #   scripts/fuzz.sh [build-folder]       default build-fuzz
-#   TZ_FUZZ_SECONDS=42                   fuzzing time per target (6 targets: about 4 minutes in all)
+#   TZ_FUZZ_SECONDS=42                   fuzzing time per target (6 targets on 2 cores: about 2 minutes)
+#   TZ_FUZZ_JOBS=<cores>                 targets fuzzed at once (default: one per core)
 #   TZ_FUZZ_TARGETS="topology plan_json" which targets (default: every tests/fuzz/fuzz_*.cpp)
 # New inputs that reach new code are kept in <build-folder>/corpus/<target>/ for the next run;
 # a failing input is written to <build-folder>/artifacts/ with the command that replays it.
@@ -41,24 +42,39 @@ export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 mkdir -p "$dir/tmp" "$dir/artifacts"
 export TMPDIR=$dir/tmp  # the token-file target's scratch files
-failed=()
-start=$SECONDS
-for t in $targets; do
-  exe=$dir/fuzz/fuzz_$t
-  log=$dir/fuzz_$t.log
+# One target per core at a time (each fuzzer is one process on one core), so that the time bound per
+# target holds and the whole pass takes about targets / cores of it.
+jobs=${TZ_FUZZ_JOBS:-$(nproc)}
+fuzz_target() {
+  local t=$1 rc=0
   mkdir -p "$dir/corpus/$t"
   # -max_len bounds the input, -rss_limit_mb the process and -malloc_limit_mb any single allocation
   # (an input of a few KB has no business asking for more); -timeout is per input.
-  set +e
   # shellcheck disable=SC2046
-  "$exe" -max_total_time="$seconds" -timeout=10 -max_len=8192 -rss_limit_mb=2048 -malloc_limit_mb=512 \
-    -print_final_stats=1 -artifact_prefix="$dir/artifacts/${t}-" \
-    "$dir/corpus/$t" "$root/tests/fuzz/$t" $(extra_seeds "$t") >"$log" 2>&1
-  rc=$?
-  set -e
+  "$dir/fuzz/fuzz_$t" -max_total_time="$seconds" -timeout=10 -max_len=8192 -rss_limit_mb=2048 \
+    -malloc_limit_mb=512 -print_final_stats=1 -artifact_prefix="$dir/artifacts/${t}-" \
+    "$dir/corpus/$t" "$root/tests/fuzz/$t" $(extra_seeds "$t") >"$dir/fuzz_$t.log" 2>&1 || rc=$?
+  echo "$rc" >"$dir/fuzz_$t.rc"
+}
+start=$SECONDS
+running=0
+for t in $targets; do
+  rm -f "$dir/fuzz_$t.rc"
+  fuzz_target "$t" &
+  running=$((running + 1))
+  if [ "$running" -ge "$jobs" ]; then
+    wait -n
+    running=$((running - 1))
+  fi
+done
+wait
+failed=()
+for t in $targets; do
+  log=$dir/fuzz_$t.log
+  rc=$(cat "$dir/fuzz_$t.rc" 2>/dev/null || echo "none (the fuzzer did not finish)")
   done_line=$(grep -E '^#[0-9]+[[:space:]]+DONE' "$log" | tail -1 || true)
   runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")
-  if [ $rc -ne 0 ] || grep -qE 'ERROR: (AddressSanitizer|LeakSanitizer|libFuzzer)|runtime error:|fuzz finding' "$log"; then
+  if [ "$rc" != 0 ] || grep -qE 'ERROR: (AddressSanitizer|LeakSanitizer|libFuzzer)|runtime error:|fuzz finding' "$log"; then
     echo "fuzz $t: FAILED (exit $rc); last lines of $log:"
     tail -n 40 "$log"
     failed+=("$t")
