@@ -16,6 +16,16 @@ root=$PWD
 bash scripts/install_deps.sh
 dir=${1:-build-fuzz}
 seconds=${TZ_FUZZ_SECONDS:-42}
+jobs=${TZ_FUZZ_JOBS:-$(nproc)}
+# Whole numbers in range, or a message naming the variable (never a silent default).
+check_count() {
+  if ! [[ $2 =~ ^[0-9]+$ ]] || [ "$2" -lt 1 ] || [ "$2" -gt "$3" ]; then
+    echo "fuzz.sh: $1 must be a whole number in [1, $3], got '$2'" >&2
+    exit 2
+  fi
+}
+check_count TZ_FUZZ_SECONDS "$seconds" 86400
+check_count TZ_FUZZ_JOBS "$jobs" 256
 targets=${TZ_FUZZ_TARGETS:-$(cd tests/fuzz && ls fuzz_*.cpp | sed 's/^fuzz_//; s/\.cpp$//')}
 
 # A folder already configured for fuzzing (the test command's sanitizer build, which also builds
@@ -44,7 +54,6 @@ mkdir -p "$dir/tmp" "$dir/artifacts"
 export TMPDIR=$dir/tmp  # the token-file target's scratch files
 # One target per core at a time (each fuzzer is one process on one core), so that the time bound per
 # target holds and the whole pass takes about targets / cores of it.
-jobs=${TZ_FUZZ_JOBS:-$(nproc)}
 fuzz_target() {
   local t=$1 rc=0
   mkdir -p "$dir/corpus/$t"
