@@ -80,7 +80,10 @@ class ThreadWorld {
   bool wait_all(std::span<Request> reqs, Deadline deadline) {
     std::unique_lock lock(mu_);
     for (;;) {
-      if (aborted_) throw CommError("thread world aborted: " + abort_reason_);
+      if (aborted_) {
+        cancel_locked(reqs, lock);
+        throw CommError("thread world aborted: " + abort_reason_);
+      }
       bool all = true;
       for (Request& r : reqs) {
         if (!r.pending()) continue;
@@ -93,7 +96,10 @@ class ThreadWorld {
         std::string error = it->second->error;
         ops_.erase(it);
         r = Request{};
-        if (!error.empty()) throw CommError(error);
+        if (!error.empty()) {
+          cancel_locked(reqs, lock);
+          throw CommError(error);
+        }
       }
       if (all) return true;
       if (cv_.wait_until(lock, deadline) == std::cv_status::timeout && Clock::now() >= deadline) {
@@ -110,6 +116,13 @@ class ThreadWorld {
 
   void cancel(std::span<Request> reqs) {
     std::unique_lock lock(mu_);
+    cancel_locked(reqs, lock);
+  }
+
+  // With the lock held: a copy in progress finishes first, a queued operation leaves its queue, so no
+  // peer writes into (or reads from) the buffer afterwards. A wait that throws cancels its unfinished
+  // requests this way first: the caller's buffers die as the exception unwinds.
+  void cancel_locked(std::span<Request> reqs, std::unique_lock<std::mutex>& lock) {
     for (Request& r : reqs) {
       if (!r.pending()) continue;
       auto it = ops_.find(r.id);

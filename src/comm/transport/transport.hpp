@@ -13,7 +13,9 @@
 //    bookkeeping (size checks, split), algorithms use the tags below.
 //  - wait_all blocks (yielding or sleeping, never spinning hard) until every request completes or the
 //    deadline passes. It never throws on timeout: it returns false and leaves the unfinished requests
-//    in place, so the caller can name the peers it was waiting for and then cancel().
+//    in place, so the caller can name the peers it was waiting for and then cancel(). When it throws
+//    (the group was aborted, or a request failed), it has first cancelled the call's other unfinished
+//    requests, so the caller's buffers may be freed as the exception unwinds.
 //  - split is collective over the group (every rank calls it, in the same order relative to other
 //    collective use of the transport) and returns the new group of the ranks with equal color, ordered
 //    by (key, old rank).
