@@ -5,12 +5,8 @@
 //   build/bench/tz_optim_bench [elements] [reps]     default 8 Mi elements (128 MiB of state), 9 reps
 #include <fmt/format.h>
 
-#include <algorithm>
-#include <chrono>
-#include <cstdlib>
 #include <cstring>
 #include <exception>
-#include <functional>
 #include <stdexcept>
 #include <vector>
 
