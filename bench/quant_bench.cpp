@@ -23,8 +23,10 @@ int main(int argc, char** argv) {
   if (argc > 1)
     opts.elements = static_cast<std::size_t>(
         tz::bench_int_arg(kProgram, argv[1], "elements", static_cast<long long>(tz::kMaxQuantBenchElements)));
-  if (argc > 2) opts.reps = static_cast<int>(tz::bench_int_arg(kProgram, argv[2], "reps", 1000));
-  if (argc > 3) opts.runs = static_cast<int>(tz::bench_int_arg(kProgram, argv[3], "runs", 100));
+  if (argc > 2)
+    opts.reps = static_cast<int>(tz::bench_int_arg(kProgram, argv[2], "reps", tz::kMaxQuantBenchReps));
+  if (argc > 3)
+    opts.runs = static_cast<int>(tz::bench_int_arg(kProgram, argv[3], "runs", tz::kMaxQuantBenchRuns));
   try {
     tz::validate_quant_throughput_options(opts);
     fmt::print("{}\n", tz::cpu_vector_extensions());

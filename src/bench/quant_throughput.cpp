@@ -53,8 +53,10 @@ struct RowSamples {
 void validate_quant_throughput_options(const QuantThroughputOptions& o) {
   if (o.elements < 1 || o.elements > kMaxQuantBenchElements)
     fail_input("bench quant: elements must be in [1, {}], got {}", kMaxQuantBenchElements, o.elements);
-  if (o.reps < 1 || o.reps > 1000) fail_input("bench quant: reps must be in [1, 1000], got {}", o.reps);
-  if (o.runs < 1 || o.runs > 100) fail_input("bench quant: runs must be in [1, 100], got {}", o.runs);
+  if (o.reps < 1 || o.reps > kMaxQuantBenchReps)
+    fail_input("bench quant: reps must be in [1, {}], got {}", kMaxQuantBenchReps, o.reps);
+  if (o.runs < 1 || o.runs > kMaxQuantBenchRuns)
+    fail_input("bench quant: runs must be in [1, {}], got {}", kMaxQuantBenchRuns, o.runs);
   validate_quant_options({.block_size = o.block_size});
 }
 

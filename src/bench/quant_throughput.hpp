@@ -27,6 +27,8 @@ struct QuantThroughputOptions {
   std::size_t block_size = kDefaultQuantBlockSize;
 };
 inline constexpr std::size_t kMaxQuantBenchElements = std::size_t{1} << 28;  // ~5.6 GB of buffers
+inline constexpr int kMaxQuantBenchReps = 1000;
+inline constexpr int kMaxQuantBenchRuns = 100;
 
 // InputError naming the option and its value if out of range.
 void validate_quant_throughput_options(const QuantThroughputOptions& opts);

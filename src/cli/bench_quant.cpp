@@ -74,8 +74,9 @@ const bool bench_quant_registered = register_bench(
        OptionSet o(sub, "bench quant");
        o.integer("--elements", args->throughput.elements, 1, static_cast<long long>(kMaxQuantBenchElements),
                  "elements per call");
-       o.integer("--reps", args->throughput.reps, 1, 1000, "timed calls per row and run (median)");
-       o.integer("--runs", args->throughput.runs, 1, 100,
+       o.integer("--reps", args->throughput.reps, 1, kMaxQuantBenchReps,
+                 "timed calls per row and run (median)");
+       o.integer("--runs", args->throughput.runs, 1, kMaxQuantBenchRuns,
                  "repeats of the whole table (median of the ratios)");
        o.integer("--block-size", args->throughput.block_size, 1, static_cast<long long>(kMaxQuantBlockSize),
                  "elements per scale");
