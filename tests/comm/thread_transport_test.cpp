@@ -25,11 +25,42 @@ TEST(ThreadTransport, AWaitThatThrowsOnAbortCancelsItsReceivesFirst) {
   world.abort("a test aborts the world");
   EXPECT_THROW(t0.wait_all(std::span(&r, 1), soon()), CommError);
   EXPECT_FALSE(r.pending());
-  // The peer sends later: with the receive still queued it would copy into the abandoned buffer.
+  // The peer sends later: refused, as every post after an abort is.
   int x = 5;
-  Request s = t1.isend(&x, sizeof(x), 0, 0);
+  EXPECT_THROW(t1.isend(&x, sizeof(x), 0, 0), CommError);
   EXPECT_EQ(y, 7);
-  t1.cancel(std::span(&s, 1));
+}
+
+TEST(ThreadTransport, AnAbortEndsReceivesThatNobodyWaitsFor) {
+  ThreadWorldHandle world = make_thread_world(2);
+  Transport& t0 = *world.transports[0];
+  Transport& t1 = *world.transports[1];
+  int y = 7;
+  Request r = t0.irecv(&y, sizeof(y), 1, 0);  // its rank unwinds without waiting, as a throw would
+  world.abort("a test aborts the world");
+  int x = 5;
+  EXPECT_THROW(t1.isend(&x, sizeof(x), 0, 0), CommError);
+  EXPECT_EQ(y, 7);
+  try {
+    t0.wait_all(std::span(&r, 1), soon());
+    FAIL() << "expected a CommError";
+  } catch (const CommError& e) {
+    EXPECT_NE(std::string(e.what()).find("a test aborts the world"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(y, 7);
+}
+
+TEST(ThreadTransport, PostsBeforeAnAbortStillMatch) {
+  ThreadWorldHandle world = make_thread_world(2);
+  Transport& t0 = *world.transports[0];
+  Transport& t1 = *world.transports[1];
+  int x = 5, y = 7;
+  Request r = t0.irecv(&y, sizeof(y), 1, 0);
+  Request s = t1.isend(&x, sizeof(x), 0, 0);  // matched and copied at once
+  EXPECT_EQ(y, 5);
+  world.abort("a test aborts the world");
+  EXPECT_THROW(t0.wait_all(std::span(&r, 1), soon()), CommError);
+  EXPECT_THROW(t1.wait_all(std::span(&s, 1), soon()), CommError);
 }
 
 TEST(ThreadTransport, AWaitThatThrowsOnAFailedRequestCancelsTheOthersFirst) {

@@ -41,6 +41,9 @@ class ThreadWorld {
 
   Request post(const ThreadMatchKey& key, void* data, std::size_t bytes, bool is_send, int peer) {
     std::unique_lock lock(mu_);
+    // Once aborted nothing is matched any more, so an operation still queued is never copied into or
+    // out of: a rank may post and then unwind (its buffers freed) without waiting.
+    if (aborted_) throw CommError("thread world aborted: " + abort_reason_);
     const std::uint64_t id = next_id_++;
     auto op = std::make_shared<ThreadOp>();
     op->data = data;

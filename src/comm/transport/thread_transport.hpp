@@ -16,7 +16,8 @@ namespace tz {
 class ThreadWorld;
 
 // The world-rank transports of a new n-rank thread world, and a way to abort it: every pending and
-// future wait on it throws CommError("... aborted: <reason>").
+// future wait on it, and every later isend or irecv, throws CommError("... aborted: <reason>"), so
+// nothing is copied into or out of a buffer after the abort.
 struct ThreadWorldHandle {
   std::shared_ptr<ThreadWorld> world;
   std::vector<std::unique_ptr<Transport>> transports;
