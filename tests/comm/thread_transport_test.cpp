@@ -50,7 +50,7 @@ TEST(ThreadTransport, AnAbortEndsReceivesThatNobodyWaitsFor) {
   EXPECT_EQ(y, 7);
 }
 
-TEST(ThreadTransport, PostsBeforeAnAbortStillMatch) {
+TEST(ThreadTransport, AWaitAfterAnAbortThrowsEvenForACompletedRequest) {
   ThreadWorldHandle world = make_thread_world(2);
   Transport& t0 = *world.transports[0];
   Transport& t1 = *world.transports[1];
