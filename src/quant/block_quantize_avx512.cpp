@@ -185,7 +185,15 @@ TZ_AVX512 void dequantize_add_blocks(const std::uint8_t* q, std::size_t count, f
     } else {
       const __m512 s = _mm512_set1_ps(scale);
       const std::uint8_t* codes = q + sizeof(QuantBlockHeader);
-      for (std::size_t i = 0; i < n; i += 16) {
+      // Whole vectors with plain loads and stores: a masked load and store of the same accumulator,
+      // vector after vector, ran this loop 3x slower on an AMD EPYC (AVX-512) than on AVX2.
+      std::size_t i = 0;
+      for (; i + 16 <= n; i += 16) {
+        float* a = acc + start + i;
+        const __m512 v = _mm512_mul_round_ps(load_codes16(codes, i, opts.bits), s, kRne);
+        _mm512_storeu_ps(a, _mm512_add_round_ps(_mm512_loadu_ps(a), v, kRne));
+      }
+      if (i < n) {
         const __mmask16 m = tail_mask(n - i);
         float* a = acc + start + i;
         const __m512 v = _mm512_mul_round_ps(load_codes16(codes, i, opts.bits), s, kRne);
