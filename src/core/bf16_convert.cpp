@@ -1,6 +1,7 @@
 // The portable loops use integer operations only (no branch but the NaN select), so the compiler
-// vectorizes them for the baseline ISA; the AVX2 loops do the same 16 lanes at a time with explicit
-// intrinsics, behind a function-level target attribute because the library is built for baseline x86-64.
+// vectorizes them for the baseline ISA; the AVX2 and AVX-512 loops do the same 16 lanes at a time with
+// explicit intrinsics, behind function-level target attributes because the library is built for
+// baseline x86-64 (the AVX-512 loops are in bf16_convert_avx512.cpp).
 #include "core/bf16_convert.hpp"
 
 #include <immintrin.h>
@@ -31,6 +32,10 @@ TZ_BF16_AVX2 inline __m256i narrow8(__m256i u) {
 
 bool have_avx2() {
   return cpu_features().avx2;
+}
+
+bool have_avx512() {
+  return cpu_features().avx512f;
 }
 
 void bf16_from_floats_portable(bf16* out, const float* in, std::size_t n) {
@@ -74,20 +79,44 @@ TZ_BF16_AVX2 void floats_from_bf16_avx2(float* out, const bf16* in, std::size_t 
 
 }  // namespace bf16_convert_detail
 
+namespace {
+
+enum class Bf16Path { portable, avx2, avx512 };
+
+Bf16Path best_bf16_path() {
+  if (bf16_convert_detail::have_avx512()) return Bf16Path::avx512;
+  if (bf16_convert_detail::have_avx2()) return Bf16Path::avx2;
+  return Bf16Path::portable;
+}
+
+}  // namespace
+
 void bf16_from_floats(bf16* out, const float* in, std::size_t n) {
-  static const bool avx2 = bf16_convert_detail::have_avx2();
-  if (avx2)
-    bf16_convert_detail::bf16_from_floats_avx2(out, in, n);
-  else
-    bf16_convert_detail::bf16_from_floats_portable(out, in, n);
+  namespace d = bf16_convert_detail;
+  static const Bf16Path path = best_bf16_path();
+  switch (path) {
+    case Bf16Path::avx512:
+      return d::bf16_from_floats_avx512(out, in, n);
+    case Bf16Path::avx2:
+      return d::bf16_from_floats_avx2(out, in, n);
+    case Bf16Path::portable:
+      break;
+  }
+  d::bf16_from_floats_portable(out, in, n);
 }
 
 void floats_from_bf16(float* out, const bf16* in, std::size_t n) {
-  static const bool avx2 = bf16_convert_detail::have_avx2();
-  if (avx2)
-    bf16_convert_detail::floats_from_bf16_avx2(out, in, n);
-  else
-    bf16_convert_detail::floats_from_bf16_portable(out, in, n);
+  namespace d = bf16_convert_detail;
+  static const Bf16Path path = best_bf16_path();
+  switch (path) {
+    case Bf16Path::avx512:
+      return d::floats_from_bf16_avx512(out, in, n);
+    case Bf16Path::avx2:
+      return d::floats_from_bf16_avx2(out, in, n);
+    case Bf16Path::portable:
+      break;
+  }
+  d::floats_from_bf16_portable(out, in, n);
 }
 
 }  // namespace tz

@@ -28,7 +28,8 @@ std::vector<Path> paths() {
   namespace d = bf16_convert_detail;
   return {{"dispatched", bf16_from_floats, floats_from_bf16, true},
           {"portable", d::bf16_from_floats_portable, d::floats_from_bf16_portable, true},
-          {"avx2", d::bf16_from_floats_avx2, d::floats_from_bf16_avx2, d::have_avx2()}};
+          {"avx2", d::bf16_from_floats_avx2, d::floats_from_bf16_avx2, d::have_avx2()},
+          {"avx512", d::bf16_from_floats_avx512, d::floats_from_bf16_avx512, d::have_avx512()}};
 }
 
 std::vector<float> test_values() {
