@@ -41,12 +41,14 @@ TZ_AVX512 inline __mmask16 tail_mask(std::size_t remaining) {
   return remaining >= 16 ? __mmask16(0xFFFF) : static_cast<__mmask16>((1u << remaining) - 1u);
 }
 
-// 16 elements as fp32; masked-off lanes are 0.
+// 16 elements as fp32; masked-off lanes are 0. A whole vector is a plain load: masked loads of every
+// vector made fp32 quantize up to a quarter slower on an AMD EPYC.
 TZ_AVX512 inline __m512 load16(const float* p, __mmask16 m) {
-  return _mm512_maskz_loadu_ps(m, p);
+  return m == 0xFFFF ? _mm512_loadu_ps(p) : _mm512_maskz_loadu_ps(m, p);
 }
 TZ_AVX512 inline __m512 load16(const bf16* p, __mmask16 m) {
-  const __m256i h = _mm256_maskz_loadu_epi16(m, p);
+  const __m256i h =
+      m == 0xFFFF ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)) : _mm256_maskz_loadu_epi16(m, p);
   return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
 }
 
