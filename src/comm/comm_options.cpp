@@ -40,6 +40,9 @@ void validate_comm_options(const CommOptions& o) {
   if (o.shared_slot_bytes == 0 || o.shared_slot_bytes > (std::size_t{1} << 30))
     fail_input("communication option shared_slot_bytes = {}: must be in [1, 1073741824]",
                o.shared_slot_bytes);
+  if (o.ranks_on_host < 0 || o.ranks_on_host > (1 << 20))
+    fail_input("communication option ranks_on_host = {}: must be in [0, 1048576] (0: not known)",
+               o.ranks_on_host);
   if (o.delay_injection.max_us > kMaxInjectedDelayUs)
     fail_input("communication option delay_injection.max_us = {}: must be at most {}",
                o.delay_injection.max_us, kMaxInjectedDelayUs);

@@ -63,11 +63,18 @@ struct CommOptions {
   // receiver's (exchange_in_place.cpp), instead of in and out of staging. Off: always staged.
   bool shared_memory_single_copy = true;
   std::size_t shared_slot_bytes = std::size_t{1} << 20;
+  // Ranks this host runs in all, processes or threads, of every group (0: not known, a group then
+  // counts only its own ranks). A shared-memory wait polls long only while the host has a core per
+  // rank: two ranks of a group may have two cores between them while six more ranks of the host
+  // want the same cores. make_mpi_world fills it from MPI (the ranks sharing this host's memory),
+  // a thread world with its own size.
+  int ranks_on_host = 0;
   DelayInjection delay_injection;
 };
 
 // Range checks: timeout_s finite in (0, 1e9], chunk_bytes >= 1, shared_slot_bytes in [1, 1 GiB],
-// delay_injection.max_us <= kMaxInjectedDelayUs. InputError naming the field and its value.
+// ranks_on_host in [0, 1 << 20], delay_injection.max_us <= kMaxInjectedDelayUs. InputError naming the field
+// and its value.
 void validate_comm_options(const CommOptions& options);
 
 }  // namespace tz

@@ -20,8 +20,9 @@
 //     finished reading.
 // So every write and read of round g - 2 happens before any write of round g to the same memory.
 //
-// Waiting: a rank polls a counter for a while (200 us when the group has a core per rank, since a
-// peer running on another core publishes soon; 5 us when the ranks outnumber the cores), then
+// Waiting: a rank polls a counter for a while (200 us when the host has a core per rank, counting
+// the ranks of every group on it, since a peer running on another core publishes soon; 5 us when the
+// ranks outnumber the cores), then
 // sleeps on it with a futex, which the publishing rank wakes only when someone sleeps there. An
 // oversubscribed rank thus gives its core to the peers it waits for instead of spinning or yielding in a
 // loop. Sleeps are cut into short slices so that an aborted group or the deadline ends the wait (with a
@@ -57,13 +58,17 @@ class SharedArena {
   // algorithms cutting a slot into one piece per rank get at least one element per piece.
   // With cross_memory, the ranks also agree whether each may read the others' memory in place
   // (process_vm_readv: the same user and no ptrace restriction), which the all-to-all then uses.
-  static std::unique_ptr<SharedArena> open(Collective& c, std::size_t slot_bytes, bool cross_memory = true);
+  // ranks_on_host: the ranks of every group on this host (CommOptions::ranks_on_host; 0: not
+  // known), which sets how long a wait polls (arena_spin).
+  static std::unique_ptr<SharedArena> open(Collective& c, std::size_t slot_bytes, bool cross_memory = true,
+                                           int ranks_on_host = 0);
 
   SharedArena(const SharedArena&) = delete;
   SharedArena& operator=(const SharedArena&) = delete;
   ~SharedArena();
 
   int ranks() const { return ranks_; }
+  Clock::duration spin() const { return spin_; }  // how long a wait polls before it sleeps
   std::size_t slot_bytes() const { return slot_bytes_; }
   std::uint64_t next_round() { return ++round_; }
   std::byte* buffer(int rank, std::uint64_t round) const;
@@ -100,7 +105,8 @@ class SharedArena {
   void drain(Collective& c, std::uint64_t round, Copy copy);
 
  private:
-  SharedArena(std::byte* base, std::size_t mapped_bytes, int ranks, int rank, std::size_t slot_bytes);
+  SharedArena(std::byte* base, std::size_t mapped_bytes, int ranks, int rank, std::size_t slot_bytes,
+              int ranks_on_host);
   std::uint64_t* counter(int rank, Counter which) const;
   std::uint32_t* sleepers(int rank, Counter which) const;
   std::byte* rank_base(int rank) const;
@@ -122,6 +128,11 @@ class SharedArena {
   bool cross_memory_ = false;
   std::vector<int> pending_;  // drain's scratch, kept to avoid an allocation per round
 };
+
+// How long a wait of a group of `group_ranks` polls before it sleeps, on a host that runs
+// `ranks_on_host` ranks in all (0: not known, the group's own count) on `cpus` cores (<= 0: not
+// known): long while every rank has a core, short once the host's ranks outnumber its cores.
+Clock::duration arena_spin(int group_ranks, int ranks_on_host, long cpus);
 
 // Unlinks /dev/shm/tierzero-<pid>-* objects whose creating process no longer exists (kill(pid, 0)
 // says ESRCH); returns their names. Objects of live processes and of other programs are kept.

@@ -308,7 +308,8 @@ class StreamCommunicator final : public Communicator {
     if (!wanted || size() < 2 || !transport_->can_share_memory()) return nullptr;
     if (!arena_tried_) {
       arena_tried_ = true;
-      arena_ = SharedArena::open(c, options_.shared_slot_bytes, options_.shared_memory_single_copy);
+      arena_ = SharedArena::open(c, options_.shared_slot_bytes, options_.shared_memory_single_copy,
+                                 options_.ranks_on_host);
     }
     return arena_.get();
   }

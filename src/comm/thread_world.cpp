@@ -35,10 +35,11 @@ thread_local const ThreadWorldHandle* t_world = nullptr;  // the world of a rank
 // Runs each rank on its own thread. The communicator (and mesh) of a rank outlive its try block, so
 // that a failing rank aborts the world before its communicator's destructor waits for its progress
 // thread: peers blocked in a collective with it are released at once, not at their timeout.
-void run_ranks(int n, const CommOptions& options, const Topology* topology,
+void run_ranks(int n, CommOptions options, const Topology* topology,
                const std::function<void(Communicator&)>& fn, const std::function<void(Mesh&)>& mesh_fn,
                const TransportWrap& wrap) {
   validate_comm_options(options);  // here, not in the rank threads' make_communicator: nothing to catch there
+  if (options.ranks_on_host == 0) options.ranks_on_host = n;  // every rank is a thread of this process
   ThreadWorldHandle h = make_thread_world(n);
   if (wrap) {
     h.transports = wrap(std::move(h.transports));

@@ -78,6 +78,8 @@ TEST(DelayInjection, ParsedAndRangeChecked) {
       {[](CommOptions& o) { o.shared_slot_bytes = 0; }, "shared_slot_bytes = 0"},
       {[](CommOptions& o) { o.shared_slot_bytes = (std::size_t{1} << 30) + 1; },
        "shared_slot_bytes = 1073741825"},
+      {[](CommOptions& o) { o.ranks_on_host = -1; }, "ranks_on_host = -1"},
+      {[](CommOptions& o) { o.ranks_on_host = (1 << 20) + 1; }, "ranks_on_host = 1048577"},
   };
   for (const Bad& b : bad_options) {
     CommOptions o;

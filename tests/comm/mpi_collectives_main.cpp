@@ -202,6 +202,11 @@ int run(int argc, char** argv) {
   }
   opts.shared_slot_bytes = 256;  // the shared-memory collectives take several rounds at count 1000
   auto world = make_mpi_world(opts);
+  // Every rank of these tests runs on this host: the world counts them all, and its splits keep it.
+  EXPECT(world->options().ranks_on_host == world->size(), "ranks_on_host {} of {} ranks",
+         world->options().ranks_on_host, world->size());
+  EXPECT(world->split(world->rank() % 2, world->rank(), "half")->options().ranks_on_host == world->size(),
+         "a split's ranks_on_host");
   check_world(*world);
   CommOptions transport = opts;
   transport.shared_memory_all_gather = transport.shared_memory_all_to_all =

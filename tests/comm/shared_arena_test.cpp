@@ -2,7 +2,8 @@
 // succeeds, times out, or the world is aborted in the middle of it, or a rank fails before its
 // first collective; the start-up sweep removes segments of dead processes only; and all four
 // shared-memory collectives interleaved on one arena (tiny staging buffers, many rounds, buffer
-// reuse across kinds) give exact results, with and without injected delays.
+// reuse across kinds) give exact results, with and without injected delays; and waits poll long only
+// while the host (all its ranks, not the group's) has a core per rank.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/mman.h>
@@ -189,6 +190,46 @@ void mixed_collectives(int r, Collective& c, SharedArena& arena, int p) {
       }
     }
   }
+}
+
+TEST(SharedArena, PollsLongOnlyWhileTheHostHasACorePerRank) {
+  const Clock::duration alone = arena_spin(2, 0, 2), crowded = arena_spin(3, 0, 2);
+  EXPECT_GT(alone, crowded);
+  EXPECT_EQ(arena_spin(2, 2, 2), alone);
+  EXPECT_EQ(arena_spin(1, 1, 1), alone);
+  EXPECT_EQ(arena_spin(2, 8, 2), crowded);  // a 2-rank group among 8 ranks on 2 cores
+  EXPECT_EQ(arena_spin(2, 8, 8), alone);
+  EXPECT_EQ(arena_spin(2, 0, 0), crowded);  // cores not known
+  EXPECT_EQ(arena_spin(2, 0, -1), crowded);
+  // An opened arena polls as its group and the host's ranks say.
+  const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  for (int on_host : {0, 2, 1 << 20}) {
+    ThreadWorldHandle world = make_thread_world(2);
+    std::vector<Clock::duration> spins(2);
+    std::vector<std::thread> threads;
+    const std::string group = "world";
+    for (int r = 0; r < 2; ++r)
+      threads.emplace_back([&, r] {
+        Workspace ws;
+        Collective c(*world.transports[r], ws, "all_gather", group, 1, 20, 1 << 20);
+        auto arena = SharedArena::open(c, 256, false, on_host);
+        if (arena) spins[r] = arena->spin();
+      });
+    for (auto& t : threads) t.join();
+    for (int r = 0; r < 2; ++r) EXPECT_EQ(spins[r], arena_spin(2, on_host, cpus)) << on_host << " " << r;
+  }
+}
+
+TEST(SharedArena, ThreadWorldsCountTheirRanksOnTheHostAndSplitsKeepIt) {
+  for (int n : {1, 3, 8})
+    run_thread_world(n, [n](Communicator& comm) {
+      EXPECT_EQ(comm.options().ranks_on_host, n);
+      EXPECT_EQ(comm.split(comm.rank() % 2, comm.rank(), "half")->options().ranks_on_host, n);
+    });
+  CommOptions told;
+  told.ranks_on_host = 12;  // a value set by the caller is kept
+  run_thread_world(
+      2, [](Communicator& comm) { EXPECT_EQ(comm.options().ranks_on_host, 12); }, told);
 }
 
 TEST(SharedArena, FourCollectivesInterleavedOnOneArena) {

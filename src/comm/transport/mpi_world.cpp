@@ -76,6 +76,20 @@ MpiSession::~MpiSession() {
   if (owns_ && mpi_active()) MPI_Finalize();
 }
 
+namespace {
+
+// The ranks of MPI_COMM_WORLD that share this process's host memory (collective over the world).
+int ranks_sharing_memory(int rank) {
+  MPI_Comm host;
+  TZ_MPI_CHECK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &host));
+  int n = 1;
+  TZ_MPI_CHECK(MPI_Comm_size(host, &n));
+  TZ_MPI_CHECK(MPI_Comm_free(&host));
+  return n;
+}
+
+}  // namespace
+
 std::unique_ptr<Communicator> make_mpi_world(CommOptions options) {
   sweep_stale_shared_segments_once();  // what killed jobs on this host left in /dev/shm
   if (!mpi_active())
@@ -83,6 +97,7 @@ std::unique_ptr<Communicator> make_mpi_world(CommOptions options) {
   int rank = 0, size = 1;
   TZ_MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
   TZ_MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &size));
+  if (options.ranks_on_host == 0) options.ranks_on_host = ranks_sharing_memory(rank);
   auto recorder = std::make_shared<FlightRecorder>(rank, size, options.flight_recorder_entries);
   MpiFaultChannel* channel = nullptr;
   if (size > 1 && !g_faults.channel) {
