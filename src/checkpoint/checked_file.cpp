@@ -10,17 +10,13 @@
 #include <filesystem>
 
 #include "core/error.hpp"
+#include "core/output_file.hpp"
 
 namespace tz {
 namespace {
 
 [[noreturn]] void fail_sys(const std::string& what, const std::string& path) {
   fail_input("checkpoint: cannot {} {}: {}", what, path, std::strerror(errno));
-}
-
-std::string parent_of(const std::string& path) {
-  std::filesystem::path p(path);
-  return p.has_parent_path() ? p.parent_path().string() : std::string(".");
 }
 
 }  // namespace
@@ -104,12 +100,9 @@ void remove_tree(const std::string& path) {
 }
 
 void write_file_atomic(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp";
-  OutFile f(tmp);
-  f.write(text.data(), text.size());
-  f.sync_and_close();
-  rename_path(tmp, path);
-  sync_directory(parent_of(path));
+  OutputFile f(path, "checkpoint:");  // a temporary beside it, fsync, rename, fsync of the folder
+  f.write(text);
+  f.close();
 }
 
 std::string read_small_file(const std::string& path) {

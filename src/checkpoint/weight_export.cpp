@@ -5,7 +5,6 @@
 #include <cstring>
 #include <vector>
 
-#include "checkpoint/checked_file.hpp"
 #include "checkpoint/checkpoint_dir.hpp"
 #include "checkpoint/checkpoint_reader.hpp"
 #include "checkpoint/gpt2_file_layout.hpp"
@@ -13,6 +12,7 @@
 #include "checkpoint/safetensors_format.hpp"
 #include "core/bf16_convert.hpp"
 #include "core/error.hpp"
+#include "core/output_file.hpp"
 
 namespace tz {
 
@@ -58,8 +58,7 @@ ExportResult export_checkpoint(const std::string& checkpoint, const std::string&
     for (const auto& t : tensors) expected += t.numel() * esize;
   }
 
-  const std::string tmp = out + ".tmp";
-  OutFile file(tmp);
+  OutputFile file(out, "export --out");  // whole or not at all; a device or FIFO is written in place
   file.write(header.data(), header.size());
   std::vector<float> values, transposed;
   std::vector<std::byte> bytes;
@@ -99,8 +98,7 @@ ExportResult export_checkpoint(const std::string& checkpoint, const std::string&
   }
   if (file.bytes_written() != expected)
     fail_input("export {}: wrote {} bytes, expected {}", out, file.bytes_written(), expected);
-  file.sync_and_close();
-  rename_path(tmp, out);
+  file.close();
   return {rc.path, m.step, static_cast<int>(tensors.size()), expected};
 }
 

@@ -5,8 +5,10 @@
 // Steps: resolve and open the checkpoint (every block checked), then for each file tensor in file
 // order read its tierzero tensors' master weights, transpose what the format stores (in, out), round
 // to bf16 when asked (nearest even), write; element counts are checked against the file's shapes.
-// The file is written as OUT.tmp, fsynced and renamed, so OUT is never half a model. Memory: two
-// copies of the largest tensor. Tied weights (the LM head is wte) are written once.
+// A regular OUT is written as a temporary beside it, fsynced and renamed, so OUT is never half a
+// model, and a failed export leaves nothing behind; a device or FIFO (/dev/null, a pipe) is written
+// in place, never replaced (core/output_file.hpp). Memory: two copies of the largest tensor. Tied weights
+// (the LM head is wte) are written once.
 #pragma once
 
 #include <cstdint>

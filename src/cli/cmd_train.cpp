@@ -134,6 +134,9 @@ void check_checkpoint_args(const TrainArgs& a) {
         "--checkpoint-timeout {} must be longer than --timeout {} (checkpoint I/O outlasts a collective)",
         a.checkpoint_timeout_s, a.timeout_s);
   if (!a.inject_save_kill.empty()) check_kill_point(a.inject_save_kill, "--inject-save-kill");
+  // Output files are checked before the run, not found unwritable after it.
+  if (!a.weights_out.empty()) check_parameter_file_path(a.weights_out, "--weights-out");
+  if (!a.init_out.empty()) check_parameter_file_path(a.init_out, "--init-out");
 }
 
 // What set the micro-batch, for the memory message.

@@ -159,17 +159,19 @@ StepReporter::StepReporter(std::FILE* out, const Topology& topology, const Train
   flops_per_token_ = training_step_flops(model, run.micro_batch, run.engine.seq) /
                      (static_cast<double>(run.micro_batch) * run.engine.seq);
   if (!metrics_path_.empty()) {
-    metrics_.open(metrics_path_);
-    if (!metrics_) fail_input("--metrics {}: cannot open for writing", metrics_path_);
+    metrics_.emplace(metrics_path_, "--metrics", OutputMode::in_place);
   }
   if (progress_bar) bar_ = ProgressBar::open_terminal();
 }
 
 void StepReporter::write_metrics(const nlohmann::json& line, const std::string& what) {
-  if (!metrics_.is_open()) return;
-  metrics_ << line.dump() << "\n";
-  metrics_.flush();
-  if (!metrics_) fail_input("--metrics {}: writing {} failed", metrics_path_, what);
+  if (!metrics_) return;
+  try {
+    metrics_->write(line.dump() + "\n");
+    metrics_->flush();
+  } catch (const InputError& e) {
+    fail_input("{} (writing {})", e.what(), what);
+  }
 }
 
 void StepReporter::on_step(const TrainStep& t, double mem) {
@@ -249,9 +251,9 @@ void StepReporter::on_eval(const EvalRecord& e) {
 void StepReporter::finish(const std::vector<TrainStep>& steps, double unigram_entropy_nats, int skipped,
                           const PartitionPlan& compare, const std::map<std::string, double>& compare_bytes,
                           const std::string& weights_out) {
-  if (metrics_.is_open()) {
-    metrics_.close();
-    if (!metrics_) fail_input("--metrics {}: closing the file failed", metrics_path_);
+  if (metrics_) {
+    metrics_->close();
+    metrics_.reset();
   }
   if (steps.empty()) return;
   double tokens = 0, seconds = 0;

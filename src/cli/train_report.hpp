@@ -9,7 +9,6 @@
 
 #include <chrono>
 #include <cstdio>
-#include <fstream>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -19,6 +18,7 @@
 
 #include "cli/compute_peak.hpp"
 #include "cli/progress_line.hpp"
+#include "core/output_file.hpp"
 #include "engine/sharded_engine.hpp"
 #include "model/gpt_config.hpp"
 #include "topology/topology.hpp"
@@ -78,7 +78,7 @@ class StepReporter {
   double flops_per_token_ = 0;
   std::map<std::string, double> bytes_per_kind_;
   std::string metrics_path_;
-  std::ofstream metrics_;
+  std::optional<OutputFile> metrics_;  // written in place, a line per step (read while it grows)
   std::unique_ptr<ProgressBar> bar_;
   std::chrono::steady_clock::time_point start_;
   std::optional<EvalRecord> last_eval_;

@@ -1,7 +1,10 @@
 // Token shard formats (llm.c uint16 and uint32, nanoGPT, text), their header checks with the byte
 // offset of the bad field, the lazy token-id check against the reference reader, and the writer.
 #include <gtest/gtest.h>
+#include <sys/mount.h>
 
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 
 #include "data/llmc_shard_writer.hpp"
@@ -147,7 +150,7 @@ TEST(LlmcShardWriter, StreamsAndChecksTokens) {
   }
   EXPECT_EQ(all_tokens(open_token_shard(path)), (std::vector<std::int32_t>{1, 2, 3}));
   expect_input_error([&] { LlmcShardWriter("/nonexistent-dir/x.bin", 2); },
-                     {"/nonexistent-dir/x.bin", "cannot open"});
+                     {"/nonexistent-dir/x.bin", "cannot create"});
   if (fs::exists("/dev/full")) {
     expect_input_error(
         [&] {
@@ -158,6 +161,28 @@ TEST(LlmcShardWriter, StreamsAndChecksTokens) {
         {"/dev/full"});
   }
   fs::remove(path);
+}
+
+// A shard that fills the disk leaves nothing behind: `tokenize` used to leave a partial
+// PREFIX_000000.bin. The disk is a tmpfs of 16 KiB (root only: skipped, saying why, elsewhere).
+TEST(LlmcShardWriter, AFullDiskLeavesNoPartialShard) {
+  const std::string dir = test::temp_path("full_disk");
+  fs::create_directories(dir);
+  if (::mount("tmpfs", dir.c_str(), "tmpfs", 0, "size=16k") != 0) {
+    const std::string why = std::strerror(errno);
+    fs::remove(dir);
+    GTEST_SKIP() << "cannot mount a tmpfs here (needs root): " << why;
+  }
+  expect_input_error(
+      [&] {
+        LlmcShardWriter w(dir + "/train_000000.bin", 2);
+        w.append(std::vector<std::int32_t>(100000, 1));
+        w.close();
+      },
+      {"token shard " + dir + "/train_000000.bin", "No space left on device"});
+  EXPECT_TRUE(fs::is_empty(dir));
+  ::umount2(dir.c_str(), MNT_DETACH);
+  fs::remove(dir);
 }
 
 }  // namespace
