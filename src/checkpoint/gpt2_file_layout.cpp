@@ -2,15 +2,33 @@
 
 #include <fmt/format.h>
 
+#include <functional>
+#include <string_view>
+#include <unordered_map>
+
+#include "core/error.hpp"
+
 namespace tz {
 namespace {
 
-int index_of(const ParameterLayout& params, const std::string& name) {
-  const auto& ts = params.tensors();
-  for (std::size_t i = 0; i < ts.size(); ++i)
-    if (ts[i].name == name) return static_cast<int>(i);
-  return -1;
-}
+// Tensor indices by name, built once per table (a lookup per file tensor keeps the table linear in
+// the layer count).
+class TensorIndex {
+ public:
+  explicit TensorIndex(const ParameterLayout& params) {
+    const auto& ts = params.tensors();
+    by_name_.reserve(ts.size());
+    for (std::size_t i = 0; i < ts.size(); ++i) by_name_.emplace(ts[i].name, static_cast<int>(i));
+  }
+  int operator()(const std::string& name) const {
+    const auto it = by_name_.find(name);
+    TZ_CHECK(it != by_name_.end(), "no parameter tensor named '{}'", name);
+    return it->second;
+  }
+
+ private:
+  std::unordered_map<std::string_view, int> by_name_;  // views of the layout's names
+};
 
 std::vector<std::uint64_t> shape_of(const ParamTensor& t, bool transposed) {
   std::vector<std::uint64_t> s(t.shape.begin(), t.shape.end());
@@ -26,31 +44,40 @@ std::uint64_t FileTensor::numel() const {
   return n;
 }
 
-std::vector<FileTensor> hf_gpt2_tensors(const ParameterLayout& params) {
-  std::vector<FileTensor> out;
-  auto add = [&](const std::string& file_name, const std::string& tz_name, bool transposed) {
-    const int t = index_of(params, tz_name);
-    out.push_back({file_name, shape_of(params.tensors()[t], transposed), {{t, transposed, 0}}});
+void for_each_hf_gpt2_name(int n_layer, const std::function<bool(const HfGpt2Name&)>& visit) {
+  struct BlockName {
+    const char *hf, *tz;
+    bool transposed;
   };
-  add("wte.weight", "wte", false);
-  add("wpe.weight", "wpe", false);
-  for (int i = 0; i < params.config().n_layer; ++i) {
+  static constexpr BlockName kBlock[] = {{"ln_1.weight", "ln_1.weight", false},
+                                         {"ln_1.bias", "ln_1.bias", false},
+                                         {"attn.c_attn.weight", "attn.qkv.weight", true},
+                                         {"attn.c_attn.bias", "attn.qkv.bias", false},
+                                         {"attn.c_proj.weight", "attn.proj.weight", true},
+                                         {"attn.c_proj.bias", "attn.proj.bias", false},
+                                         {"ln_2.weight", "ln_2.weight", false},
+                                         {"ln_2.bias", "ln_2.bias", false},
+                                         {"mlp.c_fc.weight", "mlp.fc.weight", true},
+                                         {"mlp.c_fc.bias", "mlp.fc.bias", false},
+                                         {"mlp.c_proj.weight", "mlp.proj.weight", true},
+                                         {"mlp.c_proj.bias", "mlp.proj.bias", false}};
+  if (!visit({"wte.weight", "wte", false}) || !visit({"wpe.weight", "wpe", false})) return;
+  for (int i = 0; i < n_layer; ++i) {
     const std::string h = fmt::format("h.{}.", i);
-    add(h + "ln_1.weight", h + "ln_1.weight", false);
-    add(h + "ln_1.bias", h + "ln_1.bias", false);
-    add(h + "attn.c_attn.weight", h + "attn.qkv.weight", true);
-    add(h + "attn.c_attn.bias", h + "attn.qkv.bias", false);
-    add(h + "attn.c_proj.weight", h + "attn.proj.weight", true);
-    add(h + "attn.c_proj.bias", h + "attn.proj.bias", false);
-    add(h + "ln_2.weight", h + "ln_2.weight", false);
-    add(h + "ln_2.bias", h + "ln_2.bias", false);
-    add(h + "mlp.c_fc.weight", h + "mlp.fc.weight", true);
-    add(h + "mlp.c_fc.bias", h + "mlp.fc.bias", false);
-    add(h + "mlp.c_proj.weight", h + "mlp.proj.weight", true);
-    add(h + "mlp.c_proj.bias", h + "mlp.proj.bias", false);
+    for (const BlockName& b : kBlock)
+      if (!visit({h + b.hf, h + b.tz, b.transposed})) return;
   }
-  add("ln_f.weight", "ln_f.weight", false);
-  add("ln_f.bias", "ln_f.bias", false);
+  if (visit({"ln_f.weight", "ln_f.weight", false})) visit({"ln_f.bias", "ln_f.bias", false});
+}
+
+std::vector<FileTensor> hf_gpt2_tensors(const ParameterLayout& params) {
+  const TensorIndex index_of(params);
+  std::vector<FileTensor> out;
+  for_each_hf_gpt2_name(params.config().n_layer, [&](const HfGpt2Name& n) {
+    const int t = index_of(n.tierzero);
+    out.push_back({n.file, shape_of(params.tensors()[t], n.transposed), {{t, n.transposed, 0}}});
+    return true;
+  });
   return out;
 }
 
@@ -61,9 +88,10 @@ int llmc_padded_vocab(int vocab_size) {
 std::vector<FileTensor> llmc_tensors(const ParameterLayout& params) {
   const GptConfig& c = params.config();
   const std::uint64_t L = c.n_layer, C = c.n_embd;
+  const TensorIndex index_of(params);
   std::vector<FileTensor> out;
   auto single = [&](const std::string& name, const std::string& tz_name, std::vector<std::uint64_t> shape) {
-    out.push_back({name, std::move(shape), {{index_of(params, tz_name), false, 0}}});
+    out.push_back({name, std::move(shape), {{index_of(tz_name), false, 0}}});
   };
   single("wte", "wte", {static_cast<std::uint64_t>(llmc_padded_vocab(c.vocab_size)), C});
   single("wpe", "wpe", {static_cast<std::uint64_t>(c.n_positions), C});
@@ -78,7 +106,7 @@ std::vector<FileTensor> llmc_tensors(const ParameterLayout& params) {
     FileTensor ft{name, {L}, {}};
     std::uint64_t at = 0;
     for (int i = 0; i < c.n_layer; ++i) {
-      const int t = index_of(params, fmt::format("h.{}.{}", i, suffix));
+      const int t = index_of(fmt::format("h.{}.{}", i, suffix));
       if (i == 0)
         for (auto s : params.tensors()[t].shape) ft.shape.push_back(s);
       ft.parts.push_back({t, false, at});

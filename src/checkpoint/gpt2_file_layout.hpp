@@ -18,6 +18,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -38,6 +39,14 @@ struct FileTensor {
 };
 
 std::vector<FileTensor> hf_gpt2_tensors(const ParameterLayout& params);
+
+// The names of Hugging Face's GPT-2 file of `n_layer` layers in file order, without a layout (so a
+// reader can look for them before it builds one): visit returns false to stop.
+struct HfGpt2Name {
+  std::string file, tierzero;
+  bool transposed = false;  // the file holds it (in, out)
+};
+void for_each_hf_gpt2_name(int n_layer, const std::function<bool(const HfGpt2Name&)>& visit);
 std::vector<FileTensor> llmc_tensors(const ParameterLayout& params);
 int llmc_padded_vocab(int vocab_size);  // V rounded up to a multiple of 128
 

@@ -13,6 +13,7 @@
 #include "checkpoint/safetensors_format.hpp"
 #include "core/bf16_convert.hpp"
 #include "core/error.hpp"
+#include "core/finite_scan.hpp"
 
 namespace tz {
 namespace {
@@ -25,20 +26,16 @@ bool is_ignored_hf_name(const std::string& name) {
   return name.ends_with(".attn.bias") || name.ends_with(".attn.masked_bias");
 }
 
+// "transformer." when the file's names carry GPT2LMHeadModel's prefix, else "".
+std::string hf_prefix(const SafetensorsHeader& h) {
+  const bool prefixed = std::any_of(h.entries.begin(), h.entries.end(),
+                                    [](const auto& e) { return e.name.rfind("transformer.", 0) == 0; });
+  return prefixed ? "transformer." : "";
+}
+
 std::vector<TensorSource> llmc_sources(const InFile& f, const ParameterLayout& params,
                                        std::string& dtype_out) {
-  const LlmcHeader h = read_llmc_header(f);
-  const GptConfig& want = params.config();
-  const std::pair<const char*, std::pair<int, int>> words[] = {
-      {"maxT (word 2)", {want.n_positions, h.model.n_positions}},
-      {"V (word 3)", {want.vocab_size, h.model.vocab_size}},
-      {"L (word 4)", {want.n_layer, h.model.n_layer}},
-      {"NH (word 5)", {want.n_head, h.model.n_head}},
-      {"C (word 6)", {want.n_embd, h.model.n_embd}}};
-  for (const auto& [key, v] : words)
-    if (v.first != v.second)
-      fail_input("llm.c checkpoint {}: {}: expected {} (this run's model), found {}", f.path(), key, v.first,
-                 v.second);
+  const LlmcHeader h = read_llmc_header(f, &params.config());
   const std::size_t esize = dtype_bytes(h.dtype);
   std::vector<FileTensor> tensors = llmc_tensors(params);
   tensors[0].shape[0] = static_cast<std::uint64_t>(h.padded_vocab);  // the file's Vp, not ours
@@ -47,14 +44,12 @@ std::vector<TensorSource> llmc_sources(const InFile& f, const ParameterLayout& p
   for (const auto& ft : tensors) {
     for (const auto& p : ft.parts) {
       const ParamTensor& pt = params.tensors()[p.tensor];
-      out[p.tensor] = {expected + p.offset * esize,           h.dtype, false, pt.shape[0],
-                       pt.shape.size() > 1 ? pt.shape[1] : 1, 0};
+      out[p.tensor] = {expected + p.offset * esize,           h.dtype, false,  pt.shape[0],
+                       pt.shape.size() > 1 ? pt.shape[1] : 1, 0,       ft.name};
     }
     expected += ft.numel() * esize;
   }
-  if (f.size() != expected)
-    fail_input("llm.c checkpoint {}: expected {} bytes (header + {} parameters of {}), found {}", f.path(),
-               expected, (expected - kLlmcModelHeaderBytes) / esize, dtype_name(h.dtype), f.size());
+  TZ_CHECK_EQ(f.size(), expected);  // read_llmc_header checked the size the words announce
   dtype_out = h.dtype == DType::bf16 ? "bf16" : "fp32";
   return out;
 }
@@ -62,9 +57,7 @@ std::vector<TensorSource> llmc_sources(const InFile& f, const ParameterLayout& p
 std::vector<TensorSource> safetensors_sources(const InFile& f, const ParameterLayout& params,
                                               std::string& dtype_out) {
   const SafetensorsHeader h = read_safetensors_header(f);
-  const bool prefixed = std::any_of(h.entries.begin(), h.entries.end(),
-                                    [](const auto& e) { return e.name.rfind("transformer.", 0) == 0; });
-  const std::string prefix = prefixed ? "transformer." : "";
+  const std::string prefix = hf_prefix(h);
   std::set<std::string> used;
   std::vector<TensorSource> out(params.tensors().size());
   std::set<DType> dtypes;
@@ -82,7 +75,8 @@ std::vector<TensorSource> safetensors_sources(const InFile& f, const ParameterLa
                                ft.parts[0].transposed,
                                pt.shape[0],
                                pt.shape.size() > 1 ? pt.shape[1] : 1,
-                               0};
+                               0,
+                               e->name};
   }
   for (const auto& e : h.entries) {
     if (used.count(e.name)) continue;
@@ -106,6 +100,25 @@ std::vector<TensorSource> safetensors_sources(const InFile& f, const ParameterLa
 
 }  // namespace
 
+void check_safetensors_holds_gpt2(const std::string& path, const GptConfig& model) {
+  const InFile file(path);
+  const SafetensorsHeader h = read_safetensors_header(file);
+  const std::uint64_t needed = 12 * static_cast<std::uint64_t>(model.n_layer) + 4;
+  if (h.entries.size() >= needed) return;
+  // Fewer entries than the model has tensors, so one is missing: found after at most as many lookups
+  // as the file has entries, whatever the model's layer count.
+  const std::string prefix = hf_prefix(h);
+  std::string missing;
+  for_each_hf_gpt2_name(model.n_layer, [&](const HfGpt2Name& n) {
+    if (h.find(prefix + n.file)) return true;
+    missing = prefix + n.file;
+    return false;
+  });
+  fail_input(
+      "safetensors {}: tensor '{}' is missing (the file holds {} tensors; a GPT-2 of {} layers has {})", path,
+      missing, h.entries.size(), model.n_layer, needed);
+}
+
 Gpt2FileReader::Gpt2FileReader(const std::string& path, const ParameterLayout& params)
     : params_(params), file_(path) {
   if (is_llmc_checkpoint(file_)) {
@@ -125,7 +138,24 @@ std::vector<float> Gpt2FileReader::read_all() {
   return out;
 }
 
+void Gpt2FileReader::check_finite(int t, std::uint64_t begin, std::uint64_t n, const float* values) const {
+  const std::size_t bad = first_nonfinite(values, n);
+  if (bad == n) return;
+  const TensorSource& s = sources_[t];
+  fail_input(
+      "{} {}: tensor '{}' (tierzero's {}) element {} (in tierzero's (out, in) order) is {}: a model file's "
+      "weights "
+      "must be finite",
+      format_ == "llmc" ? "llm.c checkpoint" : "safetensors", file_.path(), s.file_name,
+      params_.tensors()[t].name, begin + bad, values[bad]);
+}
+
 void Gpt2FileReader::read(int t, std::uint64_t begin, std::uint64_t n, float* out) {
+  read_unchecked(t, begin, n, out);
+  check_finite(t, begin, n, out);
+}
+
+void Gpt2FileReader::read_unchecked(int t, std::uint64_t begin, std::uint64_t n, float* out) {
   const TensorSource& s = sources_[t];
   if (!s.transposed) {
     read_values(s.byte_offset, s.dtype, begin, n, out);

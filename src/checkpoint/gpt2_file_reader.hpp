@@ -7,8 +7,9 @@
 // one file row at a time over the columns the span covers (the span plus at most two partial rows),
 // so memory is bounded by the span. bf16 is widened exactly. Ignored entries: the attention masks
 // GPT-2 files carry (h.{i}.attn.bias, h.{i}.attn.masked_bias) and lm_head.weight, which must equal
-// wte.weight (checked on the elements read). `--init-from` reads each rank's shard spans through it,
-// `sample` whole tensors on one process.
+// wte.weight (checked on the elements read). Every value read must be finite: a NaN or infinity is an
+// InputError naming the file, the tensor and the element. `--init-from` reads each rank's shard spans through
+// it, `sample` whole tensors on one process.
 #pragma once
 
 #include <cstdint>
@@ -21,6 +22,12 @@
 #include "model/parameter_layout.hpp"
 
 namespace tz {
+
+// Before a layout of `model` is built: when the safetensors file at `path` holds fewer entries than
+// the model's 12 tensors per layer and 4, an InputError naming the first tensor it lacks. The walk
+// stops there, so a config of 100000 layers beside a small file costs as many lookups as the file
+// has entries, not a table of the model's 1.2 million tensors.
+void check_safetensors_holds_gpt2(const std::string& path, const GptConfig& model);
 
 class Gpt2FileReader {
  public:
@@ -42,11 +49,14 @@ class Gpt2FileReader {
     bool transposed = false;
     std::uint64_t rows = 0, cols = 0;  // tierzero's (out, in) shape
     std::uint64_t lm_head_offset = 0;  // safetensors lm_head.weight's bytes, for wte (0: none)
+    std::string file_name;             // the tensor in the file holding it, for messages
   };
 
  private:
   void read_values(std::uint64_t tensor_offset, DType dtype, std::uint64_t begin, std::uint64_t n,
                    float* out);
+  void read_unchecked(int t, std::uint64_t begin, std::uint64_t n, float* out);
+  void check_finite(int t, std::uint64_t begin, std::uint64_t n, const float* values) const;
 
   const ParameterLayout& params_;
   InFile file_;

@@ -1,5 +1,7 @@
 #include "checkpoint/llmc_format.hpp"
 
+#include <fmt/format.h>
+
 #include <cstring>
 
 #include "core/error.hpp"
@@ -19,6 +21,12 @@ std::array<std::int32_t, 256> llmc_header_words(const LlmcHeader& h) {
   return w;
 }
 
+std::uint64_t llmc_parameter_count(const LlmcHeader& h) {
+  GptConfig padded = h.model;  // wte holds Vp rows
+  padded.vocab_size = h.padded_vocab;
+  return padded.parameter_count();
+}
+
 bool is_llmc_checkpoint(const InFile& file) {
   if (file.size() < 4) return false;
   std::int32_t magic = 0;
@@ -26,7 +34,7 @@ bool is_llmc_checkpoint(const InFile& file) {
   return magic == kLlmcModelMagic;
 }
 
-LlmcHeader read_llmc_header(const InFile& file) {
+LlmcHeader read_llmc_header(const InFile& file, const GptConfig* expected_model) {
   if (file.size() < kLlmcModelHeaderBytes)
     fail_input("llm.c checkpoint {}: {} bytes, shorter than the 1024-byte header", file.path(), file.size());
   std::array<std::int32_t, 256> w{};
@@ -48,6 +56,34 @@ LlmcHeader read_llmc_header(const InFile& file) {
   if (h.padded_vocab < h.model.vocab_size)
     fail_input("llm.c checkpoint {}: padded vocabulary (word 7) {} is smaller than the vocabulary {}",
                file.path(), h.padded_vocab, h.model.vocab_size);
+  if (expected_model) {
+    const GptConfig& want = *expected_model;
+    const std::pair<const char*, std::pair<int, int>> words[] = {
+        {"maxT (word 2)", {want.n_positions, h.model.n_positions}},
+        {"V (word 3)", {want.vocab_size, h.model.vocab_size}},
+        {"L (word 4)", {want.n_layer, h.model.n_layer}},
+        {"NH (word 5)", {want.n_head, h.model.n_head}},
+        {"C (word 6)", {want.n_embd, h.model.n_embd}}};
+    for (const auto& [key, v] : words)
+      if (v.first != v.second)
+        fail_input("llm.c checkpoint {}: {}: expected {} (this run's model), found {}", file.path(), key,
+                   v.first, v.second);
+  }
+  // The size the words announce, checked before anything is built from them (a header of 100000
+  // layers on a small file is refused here, at once).
+  const std::uint64_t params = llmc_parameter_count(h);
+  const unsigned __int128 expected =
+      kLlmcModelHeaderBytes + static_cast<unsigned __int128>(params) * dtype_bytes(h.dtype);
+  if (expected != file.size())
+    fail_input(
+        "llm.c checkpoint {}: expected {} bytes (header + {} parameters of {}), found {}; the header says L "
+        "{}, C "
+        "{}, maxT {}, Vp {}",
+        file.path(),
+        params == UINT64_MAX ? std::string("over 2^64")
+                             : fmt::format("{}", static_cast<std::uint64_t>(expected)),
+        params, dtype_name(h.dtype), file.size(), h.model.n_layer, h.model.n_embd, h.model.n_positions,
+        h.padded_vocab);
   return h;
 }
 

@@ -24,8 +24,12 @@ struct LlmcHeader {
 
 std::array<std::int32_t, 256> llmc_header_words(const LlmcHeader& h);
 // InputError naming the file, the word and the expected and found values: another magic, a version
-// other than 3 or 5, sizes that are not positive, Vp < V.
-LlmcHeader read_llmc_header(const InFile& file);
+// other than 3 or 5, sizes that are not positive, Vp < V, a model other than `expected_model` (when
+// given: the word that differs), a file size other than the header's (checked from the words alone,
+// before any table of tensors is built).
+LlmcHeader read_llmc_header(const InFile& file, const GptConfig* expected_model = nullptr);
+// Parameters the file holds: the model's, with wte's Vp rows (saturated at 2^64 - 1).
+std::uint64_t llmc_parameter_count(const LlmcHeader& h);
 // Whether the file starts with llm.c's model magic.
 bool is_llmc_checkpoint(const InFile& file);
 

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <tuple>
 
 #include "core/error.hpp"
 #include "core/json_read.hpp"
@@ -22,9 +23,8 @@ const char* dtype_code(DType t) {
 }  // namespace
 
 const SafetensorsEntry* SafetensorsHeader::find(const std::string& name) const {
-  for (const auto& e : entries)
-    if (e.name == name) return &e;
-  return nullptr;
+  const auto it = by_name.find(name);
+  return it == by_name.end() ? nullptr : &entries[it->second];
 }
 
 std::string safetensors_header_bytes(const std::vector<SafetensorsEntry>& entries,
@@ -85,6 +85,9 @@ SafetensorsHeader read_safetensors_header(const InFile& file) {
     for (const auto& s : v["shape"]) {
       if (!s.is_number_unsigned()) bad(fmt::format("shape {} must hold sizes", v["shape"].dump()));
       e.shape.push_back(s.get<std::uint64_t>());
+      if (e.shape.back() != 0 && numel > data_bytes / e.shape.back())  // also keeps numel x 4 from wrapping
+        bad(fmt::format("shape {} holds more elements than the data section has bytes ({})",
+                        v["shape"].dump(), data_bytes));
       numel *= e.shape.back();
     }
     const auto& off = v["data_offsets"];
@@ -100,8 +103,30 @@ SafetensorsHeader read_safetensors_header(const InFile& file) {
                       dt, e.end - e.begin));
     h.entries.push_back(std::move(e));
   }
-  std::sort(h.entries.begin(), h.entries.end(),
-            [](const auto& a, const auto& b) { return a.begin < b.begin; });
+  // The tensors tile the data section exactly, as the format requires: in offset order each begins
+  // where the one before it ends, and the last ends with the file (no overlap, no gap, no trailing
+  // bytes). Two tensors sharing bytes, or bytes no tensor owns, are refused.
+  std::sort(h.entries.begin(), h.entries.end(), [](const auto& a, const auto& b) {
+    return std::tie(a.begin, a.end, a.name) < std::tie(b.begin, b.end, b.name);
+  });
+  std::uint64_t at = 0;
+  const SafetensorsEntry* before = nullptr;
+  for (const auto& e : h.entries) {
+    if (e.begin < at)
+      fail_input("safetensors {}: tensor '{}': data_offsets [{}, {}) overlap tensor '{}' at [{}, {})", path,
+                 e.name, e.begin, e.end, before->name, before->begin, before->end);
+    if (e.begin > at)
+      fail_input(
+          "safetensors {}: tensor '{}': data_offsets begin at {}, leaving bytes [{}, {}) that no tensor "
+          "holds",
+          path, e.name, e.begin, at, e.begin);
+    at = e.end;
+    before = &e;
+  }
+  if (at != data_bytes)
+    fail_input("safetensors {}: the tensors end at byte {} of the data section, but it has {} bytes", path,
+               at, data_bytes);
+  for (std::size_t i = 0; i < h.entries.size(); ++i) h.by_name.emplace(h.entries[i].name, i);
   return h;
 }
 

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "checkpoint/checked_file.hpp"
@@ -22,7 +23,8 @@ struct SafetensorsEntry {
 };
 
 struct SafetensorsHeader {
-  std::vector<SafetensorsEntry> entries;  // by begin
+  std::vector<SafetensorsEntry> entries;                 // by begin
+  std::unordered_map<std::string, std::size_t> by_name;  // index into entries
   std::map<std::string, std::string> metadata;
   std::uint64_t data_offset = 0;  // of the data section in the file
   const SafetensorsEntry* find(const std::string& name) const;
@@ -33,7 +35,8 @@ std::string safetensors_header_bytes(const std::vector<SafetensorsEntry>& entrie
                                      const std::map<std::string, std::string>& metadata);
 
 // Reads and checks the header of `file`: its size, JSON, every entry's dtype, shape and offsets
-// (inside the file, size = elements x dtype size). InputError naming the file, the tensor and the
+// (inside the file, size = elements x dtype size), and that the entries tile the data section exactly
+// (no overlap, no gap, nothing after the last). InputError naming the file, the tensor and the
 // expected and found values.
 SafetensorsHeader read_safetensors_header(const InFile& file);
 

@@ -29,10 +29,13 @@ ImportResult import_weights(Communicator& world, ShardedEngine& engine, const st
         std::fill(out, out + n, 0.0f);
         return;
       }
+      // The range's tensors, which follow each other in the layout (a search, not a scan per range).
       const auto& tensors = params.tensors();
-      for (int t = 0; t < static_cast<int>(tensors.size()); ++t) {
+      const auto first = std::lower_bound(tensors.begin(), tensors.end(), range,
+                                          [](const ParamTensor& pt, int r) { return pt.range < r; });
+      for (int t = static_cast<int>(first - tensors.begin());
+           t < static_cast<int>(tensors.size()) && tensors[t].range == range; ++t) {
         const ParamTensor& pt = tensors[t];
-        if (pt.range != range) continue;
         const std::size_t a = std::max(offset, pt.range_offset),
                           b = std::min(offset + n, pt.range_offset + pt.numel);
         if (a < b) weights.read(t, a - pt.range_offset, b - a, out + (a - offset));

@@ -26,6 +26,14 @@ void GptConfig::validate(std::string_view origin) const {
     fail_input("model config {}: key 'n_head' ({}) must divide n_embd ({})", origin, n_head, n_embd);
 }
 
+std::uint64_t GptConfig::parameter_count() const {
+  using u128 = unsigned __int128;
+  const u128 C = static_cast<u128>(std::max(n_embd, 0)), L = static_cast<u128>(std::max(n_layer, 0));
+  const u128 V = static_cast<u128>(std::max(vocab_size, 0)), P = static_cast<u128>(std::max(n_positions, 0));
+  const u128 n = V * C + P * C + L * (12 * C * C + 13 * C) + 2 * C;  // < 2^128 for int sizes
+  return n > UINT64_MAX ? UINT64_MAX : static_cast<std::uint64_t>(n);
+}
+
 namespace {
 
 // Hugging Face GPT2Config keys that do not change what is computed (tokenizer ids, inference and

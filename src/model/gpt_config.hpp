@@ -14,6 +14,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -28,6 +29,10 @@ struct GptConfig {
   int vocab_size = 256;
 
   int head_size() const { return n_embd / n_head; }
+  // Parameters of the model (ParameterLayout::total_numel) from the shapes alone, without building a
+  // layout: V C + P C + L (12 C^2 + 13 C) + 2 C, saturated at 2^64 - 1, so a reader can check a file's
+  // size against a header before it builds anything the header's sizes would make huge.
+  std::uint64_t parameter_count() const;
   bool operator==(const GptConfig&) const = default;
 
   // InputError naming `origin` and the key if a size is not positive or n_head does not divide n_embd.

@@ -14,6 +14,7 @@
 namespace tz {
 
 ModelWeights read_safetensors_gpt2(const std::string& path, const GptConfig& model) {
+  check_safetensors_holds_gpt2(path, model);  // before a layout of the model's size is built
   const ParameterLayout layout(model);
   Gpt2FileReader reader(path, layout);
   if (reader.format() != "safetensors")

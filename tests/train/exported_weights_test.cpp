@@ -5,9 +5,14 @@
 // is one InputError naming the file and the tensor or header word.
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
+#include <chrono>
 #include <cstring>
+#include <limits>
 #include <random>
 
+#include "model/parameter_file.hpp"
 #include "model/parameter_layout.hpp"
 #include "support/expect_input_error.hpp"
 #include "support/gpt2_file_writer.hpp"
@@ -194,6 +199,118 @@ TEST(ExportedWeights, BadLlmcFilesNameTheHeaderWord) {
   EXPECT_FALSE(has_llmc_model_magic(p));
   expect_input_error([&] { load_model_weights(p); }, {"--weights " + p, "not a parameter file"});
   expect_input_error([&] { read_llmc_model(p); }, {"magic at byte 0: expected 20240326, found 20240327"});
+}
+
+TEST(ExportedWeights, SafetensorsOffsetsMustTileTheDataSection) {
+  const ParameterLayout layout(kModel);
+  const auto params = random_params(layout, false);
+  test::ScratchDir dir;
+  const std::string good = test::safetensors_bytes(test::hf_gpt2_tensors(layout, params.data(), "", "F32"));
+  std::uint64_t n = 0;
+  std::memcpy(&n, good.data(), 8);
+  // Rewrites one tensor's data_offsets (the header keeps its length: padded back to n bytes).
+  auto with_offsets = [&](const std::string& name, std::uint64_t begin, std::uint64_t end) {
+    nlohmann::json j = nlohmann::json::parse(good.substr(8, n));
+    j[name]["data_offsets"] = {begin, end};
+    std::string text = j.dump();
+    EXPECT_LE(text.size(), n);
+    text.append(n - text.size(), ' ');
+    return dir.write("edited.safetensors", good.substr(0, 8) + text + good.substr(8 + n));
+  };
+  nlohmann::json j = nlohmann::json::parse(good.substr(8, n));
+  const std::uint64_t wpe_begin = j["wpe.weight"]["data_offsets"][0],
+                      wpe_end = j["wpe.weight"]["data_offsets"][1];
+  // wpe's offsets moved onto wte's bytes: two tensors share bytes, and wpe's own bytes are nobody's.
+  std::string p = with_offsets("wpe.weight", 0, wpe_end - wpe_begin);
+  expect_input_error([&] { read_safetensors_gpt2(p, kModel); },
+                     {"safetensors " + p, "overlap tensor", "'wpe.weight'", "'wte.weight'"});
+  // The last tensor moved 4 bytes on (into the next one's place would be an overlap; here a gap).
+  const std::uint64_t lb = j["ln_f.bias"]["data_offsets"][0], le = j["ln_f.bias"]["data_offsets"][1];
+  std::string shifted = good;
+  shifted += std::string(4, '\0');  // the data section grows by the gap
+  dir.write("base.safetensors", shifted);
+  {
+    nlohmann::json k = nlohmann::json::parse(good.substr(8, n));
+    k["ln_f.bias"]["data_offsets"] = {lb + 4, le + 4};
+    std::string text = k.dump();
+    text.append(n - text.size(), ' ');
+    p = dir.write("gap.safetensors", good.substr(0, 8) + text + shifted.substr(8 + n));
+  }
+  expect_input_error([&] { read_safetensors_gpt2(p, kModel); },
+                     {"safetensors " + p, "'ln_f.bias'", fmt::format("leaving bytes [{}, {})", lb, lb + 4)});
+  // Bytes after the last tensor.
+  p = dir.write("tail.safetensors", shifted);
+  expect_input_error([&] { read_safetensors_gpt2(p, kModel); },
+                     {"safetensors " + p,
+                      fmt::format("end at byte {} of the data section, but it has {} bytes", le, le + 4)});
+}
+
+TEST(ExportedWeights, NonFiniteWeightsAreRefusedNamingTensorAndElement) {
+  const ParameterLayout layout(kModel);
+  test::ScratchDir dir;
+  const float bad_values[] = {std::numeric_limits<float>::quiet_NaN(),
+                              std::numeric_limits<float>::infinity()};
+  for (float bad : bad_values) {
+    auto params = random_params(layout, true);
+    params[layout.tensor("wte").offset + 5] = bad;
+    // safetensors, F32 and BF16
+    for (const char* dtype : {"F32", "BF16"}) {
+      const std::string p =
+          dir.write("nan.safetensors",
+                    test::safetensors_bytes(test::hf_gpt2_tensors(layout, params.data(), "", dtype)));
+      expect_input_error([&] { read_safetensors_gpt2(p, kModel); },
+                         {"safetensors " + p, "tensor 'wte.weight'", "element 5", "must be finite"});
+    }
+    // llm.c
+    std::string p = dir.write("nan.bin", test::llmc_bytes(layout, params.data(), 3, 16));
+    expect_input_error([&] { read_llmc_model(p); },
+                       {"llm.c checkpoint " + p, "tensor 'wte'", "element 5", "must be finite"});
+    // A transposed matrix: the element is named in tierzero's (out, in) order.
+    params = random_params(layout, true);
+    const ParamTensor& fc = layout.tensor("h.1.mlp.fc.weight");  // (32, 8), stored (8, 32)
+    params[fc.offset + 3 * 8 + 2] = bad;
+    p = dir.write("nan_t.safetensors",
+                  test::safetensors_bytes(test::hf_gpt2_tensors(layout, params.data(), "", "F32")));
+    expect_input_error([&] { read_safetensors_gpt2(p, kModel); },
+                       {"tensor 'h.1.mlp.c_fc.weight'", "h.1.mlp.fc.weight", "element 26"});
+    // a parameter file (train --weights-out)
+    p = dir.path("nan_params.bin");
+    write_parameter_file(p, layout, params.data());
+    expect_input_error([&] { load_model_weights(p); },
+                       {"parameter file " + p, "tensor 'h.1.mlp.fc.weight' element 26", "must be finite"});
+  }
+  // llm.c's padded vocabulary rows are never read: a NaN there is no error.
+  const auto params = random_params(layout, false);
+  const std::string p = dir.write(
+      "pad.bin", test::llmc_bytes(layout, params.data(), 3, 16, std::numeric_limits<float>::quiet_NaN()));
+  EXPECT_NO_THROW(read_llmc_model(p));
+}
+
+// A header or config.json that announces 100000 layers beside a small file: refused from the sizes
+// alone, before a table of 1.2 million tensors is built (that took minutes).
+TEST(ExportedWeights, AHugeLayerCountIsRefusedAtOnce) {
+  const ParameterLayout layout(kModel);
+  const auto params = random_params(layout, false);
+  test::ScratchDir dir;
+  std::string llmc = test::llmc_bytes(layout, params.data(), 3, 16);
+  const std::int32_t layers = 100000;
+  std::memcpy(llmc.data() + 4 * 4, &layers, 4);
+  const std::string p = dir.write("deep.bin", llmc);
+  auto t0 = std::chrono::steady_clock::now();
+  expect_input_error([&] { load_model_weights(p); },
+                     {"llm.c checkpoint " + p, "the header says L 100000", "found 8768"});
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 1.0);
+
+  const std::string st = dir.write(
+      "model.safetensors", test::safetensors_bytes(test::hf_gpt2_tensors(layout, params.data(), "", "F32")));
+  GptConfig deep = kModel;
+  deep.n_layer = layers;
+  dir.write("config.json", deep.to_json().dump());
+  t0 = std::chrono::steady_clock::now();
+  expect_input_error([&] { load_model_weights(st); },
+                     {"safetensors " + st, "tensor 'h.2.ln_1.weight' is missing", "holds 28 tensors",
+                      "a GPT-2 of 100000 layers has 1200004"});
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 1.0);
 }
 
 TEST(ExportedWeights, CheckpointDirectoryIsNamed) {
