@@ -96,16 +96,32 @@ ResolvedCheckpoint resolve_checkpoint(const std::string& path) {
                  path, kCompleteFile);
     return {path, ""};
   }
+  // One rule for `latest`: when it names a complete checkpoint that is the one; in every other case
+  // (missing, empty, unreadable, not a step_N name, naming a step that is gone or incomplete) the
+  // newest complete checkpoint is taken, with a note saying why.
   std::string note;
   const fs::path latest = fs::path(path) / kLatestFile;
   if (fs::exists(latest, ec)) {
-    std::string name = read_small_file(latest.string());
+    std::string name;
+    try {
+      name = read_small_file(latest.string());
+    } catch (const InputError& e) {
+      name.clear();
+      note = fmt::format("{} cannot be read ({})", latest.string(), e.what());
+    }
     while (!name.empty() && (name.back() == '\n' || name.back() == ' ')) name.pop_back();
-    if (!parse_step_dir(name))
-      fail_input("checkpoint: {} names '{}', not a step_N directory", latest.string(), name);
-    const std::string dir = (fs::path(path) / name).string();
-    if (fs::is_directory(dir, ec) && read_marker(dir)) return {dir, ""};
-    note = fmt::format("{} names {}, which is not a complete checkpoint", latest.string(), name);
+    if (note.empty() && !parse_step_dir(name)) {
+      note = fmt::format("{} names '{}', not a step_N directory", latest.string(), text_excerpt(name));
+    } else if (note.empty()) {
+      const std::string dir = (fs::path(path) / name).string();
+      bool complete = false;
+      try {
+        complete = fs::is_directory(dir, ec) && read_marker(dir).has_value();
+      } catch (const InputError&) {  // an unreadable marker: not a complete checkpoint
+      }
+      if (complete) return {dir, ""};
+      note = fmt::format("{} names {}, which is not a complete checkpoint", latest.string(), name);
+    }
   } else {
     note = fmt::format("{} has no '{}' file", path, kLatestFile);
   }
@@ -113,7 +129,7 @@ ResolvedCheckpoint resolve_checkpoint(const std::string& path) {
   for (auto it = all.rbegin(); it != all.rend(); ++it)
     if (it->complete)
       return {it->path, note + fmt::format("; using the newest complete checkpoint, {}", it->path)};
-  fail_input("checkpoint: no complete checkpoint in {}", path);
+  fail_input("checkpoint: no complete checkpoint in {} ({})", path, note);
 }
 
 std::vector<std::string> rotate_checkpoints(const std::string& save_dir, int step, int keep) {

@@ -47,8 +47,9 @@ struct ResolvedCheckpoint {
   std::string note;  // why it is not simply `latest` (empty when it is)
 };
 // `path` is a checkpoint (a step directory) or a save directory (its latest complete checkpoint: the
-// one `latest` names, or, if that is missing or not complete, the complete one of the largest step,
-// with a note). InputError when there is none, or when a step directory has no completion marker.
+// one `latest` names; when `latest` is missing, empty, unreadable or names anything but a complete
+// checkpoint, the complete one of the largest step, with a note saying why). InputError when there is
+// none, or when a step directory has no completion marker.
 ResolvedCheckpoint resolve_checkpoint(const std::string& path);
 
 // After the checkpoint of `step` is complete and `latest`: removes the complete checkpoints of

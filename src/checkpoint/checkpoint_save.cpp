@@ -3,9 +3,7 @@
 #include <fmt/format.h>
 
 #include <chrono>
-#include <cmath>
 #include <csignal>
-#include <cstring>
 #include <filesystem>
 
 #include "checkpoint/agreed_io.hpp"
@@ -15,6 +13,7 @@
 #include "checkpoint/checkpoint_pieces.hpp"
 #include "checkpoint/crc32c.hpp"
 #include "core/error.hpp"
+#include "core/finite_scan.hpp"
 #include "core/timing.hpp"
 
 namespace tz {
@@ -26,19 +25,33 @@ void maybe_kill(const SaveOptions& o, const char* point, int rank, int step) {
     std::raise(SIGKILL);
 }
 
-// Index of the first non-finite value of x[0, n), or n.
-std::size_t first_nonfinite(const float* x, std::size_t n) {
-  std::uint32_t bad = 0;
-  for (std::size_t i = 0; i < n; ++i) {  // branch-free scan (vectorized); locate only if needed
-    std::uint32_t b;
-    std::memcpy(&b, x + i, 4);
-    bad |= static_cast<std::uint32_t>((b & 0x7f800000u) == 0x7f800000u);
+// Rank 0's clean-up of a save that failed on any rank (every rank leaves each agreed phase with the
+// same error, so no rank still writes into it): the temporary directory, and the step directory when
+// the failure came after its rename but before its completion marker. Best effort, never throws (an
+// error is already on its way); a crash instead leaves them to the next save's rotation.
+class UnfinishedSave {
+ public:
+  UnfinishedSave(bool owner, std::string tmp, std::string final_dir)
+      : owner_(owner), tmp_(std::move(tmp)), final_dir_(std::move(final_dir)) {}
+  ~UnfinishedSave() {
+    if (!owner_ || finished_) return;
+    std::error_code ec;
+    fs::remove_all(tmp_, ec);
+    bool complete = false;
+    try {
+      complete = read_marker(final_dir_).has_value();
+    } catch (const std::exception&) {  // an unreadable marker: not a checkpoint
+    }
+    if (!complete) fs::remove_all(final_dir_, ec);
   }
-  if (!bad) return n;
-  for (std::size_t i = 0; i < n; ++i)
-    if (!std::isfinite(x[i])) return i;
-  return n;
-}
+  UnfinishedSave(const UnfinishedSave&) = delete;
+  UnfinishedSave& operator=(const UnfinishedSave&) = delete;
+  void finished() { finished_ = true; }
+
+ private:
+  bool owner_, finished_ = false;
+  std::string tmp_, final_dir_;
+};
 
 }  // namespace
 
@@ -60,6 +73,7 @@ SaveResult save_checkpoint(Communicator& world, const ShardedEngine& engine, con
   const std::string final_dir = (fs::path(options.dir) / name).string();
   AgreedIoOptions io{.what = fmt::format("checkpoint save of {}", final_dir),
                      .timeout_s = options.io_timeout_s};
+  UnfinishedSave unfinished(rank == 0, tmp, final_dir);
 
   run_agreed_io(world, io, [&] {
     if (rank != 0) return;
@@ -165,6 +179,7 @@ SaveResult save_checkpoint(Communicator& world, const ShardedEngine& engine, con
     write_file_atomic((fs::path(options.dir) / kLatestFile).string(), name + "\n");
     removed = rotate_checkpoints(options.dir, step, options.keep);
   });
+  unfinished.finished();
 
   SaveResult res;
   res.path = final_dir;

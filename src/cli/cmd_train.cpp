@@ -20,6 +20,7 @@
 #include <thread>
 #include <vector>
 
+#include "checkpoint/save_dir_lock.hpp"
 #include "checkpoint/weight_import.hpp"
 #include "cli/auto_plan.hpp"
 #include "cli/cli_options.hpp"
@@ -115,6 +116,16 @@ TrainConfig build_config(const TrainArgs& a) {
   if (a.check_collectives) c.check_collectives = true;
   if (a.startup_timeout_s) c.startup_timeout_s = *a.startup_timeout_s;
   if (!a.flight_recorder.empty()) c.flight_recorder = a.flight_recorder;
+  if (c.save_dir.empty() && (c.save_every != 0 || c.keep != 0)) {
+    const std::string given =
+        a.save_every ? fmt::format("--save-every {}", *a.save_every)
+        : a.keep     ? fmt::format("--keep {}", *a.keep)
+                     : fmt::format("config {}: save_every {}, keep {}", a.config, c.save_every, c.keep);
+    fail_input(
+        "{}: checkpoints need a save directory (--save-dir DIR, or the config's save_dir); without one "
+        "nothing is saved",
+        given);
+  }
   return c;
 }
 
@@ -248,9 +259,12 @@ void train_on_rank(Mesh& mesh, const TrainArgs& a, int ranks_per_process) {
     identity += fmt::format("|val {}:{:016x}:{}:{}", val_data->spec(), val_data->fingerprint(), a.eval_every,
                             a.eval_batches);
   check_run_agreement(mesh, config, model, run, identity);
+  // The save directory is made, checked and locked before any work it would hold.
+  std::optional<SaveDirLock> save_dir_lock;
+  if (!run.save.dir.empty()) save_dir_lock.emplace(mesh.world(), run.save.dir, a.checkpoint_timeout_s);
   ShardedEngine engine(mesh, model, run.plan, run.engine);
   const PeakRate peak = peak_rate(mesh, a, run.engine.threads, topo);
-  const double entropy = data.unigram_entropy_nats();
+  const double entropy = data.unigram_entropy_nats(model.vocab_size);
   const auto compare_bytes = step_bytes_per_tier(model, topo, compare);
   if (!a.resume.empty()) {
     const ResumedRun r = resume_run(mesh, engine, loader, a.resume, config, run, a.checkpoint_timeout_s);

@@ -123,17 +123,17 @@ std::uint64_t ShardSet::fingerprint() const {
   return h;
 }
 
-double ShardSet::unigram_entropy_nats(std::size_t max_tokens) const {
+double ShardSet::unigram_entropy_nats(std::int64_t vocab_size, std::size_t max_tokens) const {
   const std::size_t total = total_tokens();
   if (total == 0) return 0;
   std::vector<std::uint64_t> small(65536, 0);  // ids < 2^16; others in the map
-  std::unordered_map<std::int64_t, std::uint64_t> large;
+  std::unordered_map<std::int32_t, std::uint64_t> large;
   std::vector<std::int32_t> buf;
   std::size_t counted = 0;
   auto count = [&](const TokenShard& s, std::size_t first, std::size_t n) {
     buf.resize(n);
-    read_tokens_ref(s, first, n, buf.data(), std::int64_t{1} << 32);
-    for (auto t : buf) t < 65536 ? ++small[t] : ++large[t];
+    read_tokens(s, first, n, buf.data(), vocab_size);  // every id in [0, vocab_size), or an InputError
+    for (auto t : buf) t < 65536 ? ++small[static_cast<std::size_t>(t)] : ++large[t];
     counted += n;
   };
   if (total <= max_tokens) {

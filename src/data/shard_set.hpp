@@ -39,8 +39,10 @@ class ShardSet {
 
   // Unigram entropy (nats) of the token ids: over every token when there are at most `max_tokens`,
   // else over `max_tokens` tokens read in 64 Ki-token chunks spread evenly over all shards (bounded
-  // time and memory; an estimate then). The loss of a model that knows only token frequencies.
-  double unigram_entropy_nats(std::size_t max_tokens = std::size_t{1} << 24) const;
+  // time and memory; an estimate then). The loss of a model that knows only token frequencies. Every
+  // id read is checked against [0, vocab_size) (at most 2^31): the InputError of read_tokens names the
+  // file, the token index and the id.
+  double unigram_entropy_nats(std::int64_t vocab_size, std::size_t max_tokens = std::size_t{1} << 24) const;
 
   const std::string& spec() const { return spec_; }
 

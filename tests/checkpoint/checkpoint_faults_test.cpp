@@ -254,6 +254,7 @@ TEST(CheckpointNaN, ANonFiniteStateIsRefusedOnEveryRankAndLatestIsKept) {
     expect_contains(e, {"not saved", "tensor 'h.0.mlp.fc.weight' (adam_v) element 7 is inf"});
   }
   EXPECT_FALSE(fs::exists(s.save_dir + "/step_4"));
+  EXPECT_FALSE(fs::exists(s.save_dir + "/step_4.tmp"));  // the refused save removed what it started
   EXPECT_EQ(resolve_checkpoint(s.save_dir).path, good);
 }
 

@@ -73,9 +73,37 @@ TEST(ShardSet, UnigramEntropyExactAndSampled) {
   const ShardSet set = ShardSet::from_tokens(toks, "mem");
   const double n = static_cast<double>(toks.size());
   const double exact = -4 * ((n - 1) / 4 / n) * std::log((n - 1) / 4 / n) - (1 / n) * std::log(1 / n);
-  EXPECT_NEAR(set.unigram_entropy_nats(), exact, 1e-9);
-  EXPECT_NEAR(set.unigram_entropy_nats(1 << 17), std::log(4.0), 1e-3);  // chunks of 64 Ki: close to uniform
+  EXPECT_NEAR(set.unigram_entropy_nats(70001), exact, 1e-9);
+  EXPECT_NEAR(set.unigram_entropy_nats(70001, 1 << 17), std::log(4.0),
+              1e-3);  // chunks of 64 Ki: near uniform
   EXPECT_NEAR(unigram_entropy_nats(toks), exact, 1e-9);
+}
+
+// A uint32 shard (llm.c's format for vocabularies over 65536) of `n` copies of `id`, written byte by
+// byte as a hostile file would be: header (magic 20240801, version 7, count) and raw ids.
+void write_uint32_shard(const std::string& path, std::uint32_t id, std::int32_t n) {
+  std::vector<std::int32_t> header(256, 0);
+  header[0] = kLlmcMagicUint32;
+  header[1] = kLlmcVersionUint32;
+  header[2] = n;
+  std::string bytes(reinterpret_cast<const char*>(header.data()), kLlmcHeaderBytes);
+  for (std::int32_t i = 0; i < n; ++i) bytes.append(reinterpret_cast<const char*>(&id), 4);
+  test::write_file(path, bytes);
+}
+
+TEST_F(ShardSetFiles, UnigramEntropyRefusesIdsOutsideTheVocabularyOfAnyWidth) {
+  // Ids of 2^31 and more used to index the counting table as negative int32: a crash, not an error.
+  const std::string wide = dir_ + "/wide.bin";
+  for (std::uint32_t id : {0x80000000u, 0xFFFFFFFFu, 128256u}) {
+    write_uint32_shard(wide, id, 3000);
+    const ShardSet set = ShardSet::open(wide);
+    expect_input_error([&] { set.unigram_entropy_nats(128256); },
+                       {wide, fmt::format("token id {} at token index 0", id),
+                        "outside the model's vocabulary", "[0, 128256)", "llm.c uint32"});
+    expect_input_error([&] { set.unigram_entropy_nats(128256, 1 << 16); }, {wide, std::to_string(id)});
+  }
+  write_uint32_shard(wide, 128255u, 3000);  // the largest id of a 128256-token vocabulary (Llama 3)
+  EXPECT_NEAR(ShardSet::open(wide).unigram_entropy_nats(128256), 0.0, 1e-12);
 }
 
 std::size_t resident_bytes(const void* base, std::size_t bytes) {
