@@ -12,57 +12,20 @@
 namespace tz {
 namespace {
 
+using test::PlanCase;
 using test::RunSpec;
-
-struct PlanCase {
-  std::string name;
-  std::function<PartitionPlan(const Topology&)> make;
-};
+using test::with_run_options;
 
 std::vector<PlanCase> unquantized_plans() {
-  auto preset = [](std::string name, PresetArgs args = {}) {
-    return [name, args](const Topology& t) { return PartitionPlan::preset(name, t, args); };
-  };
   auto custom = [](std::string name, int wf, int wb, int g, int o) {
     return [=](const Topology&) { return PartitionPlan(name, {wf, wb, g, o}, PlanOptions{}); };
   };
-  return {
-      {"ddp", preset("ddp")},
-      {"zero1", preset("zero1")},
-      {"zero2", preset("zero2")},
-      {"zero3", preset("zero3")},
-      {"hpz",
-       [](const Topology& t) {
-         PartitionPlan p = PartitionPlan::preset("zeropp", t);
-         PlanOptions o = p.options();
-         o.qwz = o.qgz = false;
-         return p.with_options(o).with_name("zeropp-hpz-only");
-       }},
-      {"mics", preset("mics")},
-      {"three-level", preset("three-level")},
-      // Flat collectives: one ring over each multi-tier group (gradients over gcd+node, refresh over
-      // node+system), ranks ordered by shard index so the layout is the hierarchical one.
-      {"three-level-flat",
-       [](const Topology& t) {
-         PartitionPlan p = PartitionPlan::preset("three-level", t);
-         PlanOptions o = p.options();
-         o.collectives = CollectiveAlgo::flat;
-         return p.with_options(o).with_name("three-level-flat");
-       }},
-      // Hand-written assignments: W on the node with a GCD-pair secondary, G and O on the system;
-      // W over the system, G on the GCD pair, O on the node (replicated across nodes).
-      {"custom-a", custom("custom-a", 1, 0, 2, 2)},
-      {"custom-b", custom("custom-b", 2, 2, 0, 1)},
-  };
-}
-
-PartitionPlan with_run_options(PartitionPlan p, const RunSpec& s, DTypeMode mode, int prefetch = 1) {
-  PlanOptions o = p.options();
-  o.dtype_mode = mode;
-  o.micro_batch_size = s.micro_batch;
-  o.grad_accum_steps = s.grad_accum;
-  o.prefetch_depth = prefetch;
-  return p.with_options(o);
+  std::vector<PlanCase> plans = test::unquantized_presets();
+  // Hand-written assignments: W on the node with a GCD-pair secondary, G and O on the system;
+  // W over the system, G on the GCD pair, O on the node (replicated across nodes).
+  plans.push_back({"custom-a", custom("custom-a", 1, 0, 2, 2)});
+  plans.push_back({"custom-b", custom("custom-b", 2, 2, 0, 1)});
+  return plans;
 }
 
 using test::EngineRun;

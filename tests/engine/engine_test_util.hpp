@@ -6,7 +6,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <random>
 #include <string>
@@ -15,6 +18,7 @@
 #include "comm/thread_world.hpp"
 #include "data/data_loader.hpp"
 #include "engine/sharded_engine.hpp"
+#include "plan/partition_plan.hpp"
 #include "topology/topology.hpp"
 #include "train/train_run.hpp"
 #include "train/trainer_single.hpp"
@@ -137,6 +141,54 @@ inline PartitionPlan fp32_quantized_plan(const std::string& name, const Topology
   o.qwz = qwz;
   o.qgz = qgz;
   o.quant_block = 32;
+  return p.with_options(o);
+}
+
+// A plan by name, made for whichever topology a test runs on.
+struct PlanCase {
+  std::string name;
+  std::function<PartitionPlan(const Topology&)> make;
+};
+
+// Every preset without quantization: zeropp as hpZ alone (qwZ and qgZ off), and three-level also
+// with flat collectives. hsdp is left out: it places every state exactly as mics does.
+inline std::vector<PlanCase> unquantized_presets() {
+  auto preset = [](std::string name) {
+    return [name](const Topology& t) { return PartitionPlan::preset(name, t); };
+  };
+  return {
+      {"ddp", preset("ddp")},
+      {"zero1", preset("zero1")},
+      {"zero2", preset("zero2")},
+      {"zero3", preset("zero3")},
+      {"hpz",
+       [](const Topology& t) {
+         PartitionPlan p = PartitionPlan::preset("zeropp", t);
+         PlanOptions o = p.options();
+         o.qwz = o.qgz = false;
+         return p.with_options(o).with_name("zeropp-hpz-only");
+       }},
+      {"mics", preset("mics")},
+      {"three-level", preset("three-level")},
+      // Flat collectives: one ring over each multi-tier group (gradients over gcd+node, refresh over
+      // node+system), ranks ordered by shard index so the layout is the hierarchical one.
+      {"three-level-flat",
+       [](const Topology& t) {
+         PartitionPlan p = PartitionPlan::preset("three-level", t);
+         PlanOptions o = p.options();
+         o.collectives = CollectiveAlgo::flat;
+         return p.with_options(o).with_name("three-level-flat");
+       }},
+  };
+}
+
+// `p` with a run's micro-batch size and accumulation, in `mode`, prefetching `prefetch` ranges ahead.
+inline PartitionPlan with_run_options(PartitionPlan p, const RunSpec& s, DTypeMode mode, int prefetch = 1) {
+  PlanOptions o = p.options();
+  o.dtype_mode = mode;
+  o.micro_batch_size = s.micro_batch;
+  o.grad_accum_steps = s.grad_accum;
+  o.prefetch_depth = prefetch;
   return p.with_options(o);
 }
 
