@@ -1,6 +1,7 @@
 // `tierzero trace DIR`: merges the per-rank flight-recorder files a failed (or SIGUSR1'd) run wrote
 // into one report (comm/flight_trace.hpp): per group, the highest sequence number each rank
-// completed and issued, the first one where the ranks part, and who never arrived there.
+// completed and issued, the first one where the ranks part, and who never arrived there. Files of
+// different runs (their run_id differs) are refused, naming each run's files.
 #include <fmt/format.h>
 
 #include <nlohmann/json.hpp>
@@ -24,7 +25,8 @@ std::string per_rank(const std::map<int, std::uint64_t>& m) {
 
 int run_trace(const std::string& dir) {
   const TraceReport rep = merge_flight_records(read_flight_records(dir));
-  fmt::print("flight records of {} of {} ranks in {}\n", rep.ranks.size(), rep.world_size, dir);
+  fmt::print("flight records of {} of {} ranks in {} ({})\n", rep.ranks.size(), rep.world_size, dir,
+             rep.run_id.empty() ? "no run id: written before run ids" : "run " + rep.run_id);
   if (!rep.missing.empty()) fmt::print("no record from world rank(s) {}\n", rank_list(rep.missing));
   for (const auto& [r, why] : rep.reasons) fmt::print("  rank {}: {}\n", r, why);
   int parted = 0;

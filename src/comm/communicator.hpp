@@ -82,9 +82,10 @@ class Communicator {
 // A Communicator over any Transport (threads, MPI, a simulated clock): it runs the collectives of
 // comm/*_ring.cpp and friends in issue order on its own progress thread. `ledger` may be shared by
 // the communicators of one process (split() shares it); a new one is made when it is null. So is
-// `recorder` (a new one takes this transport's group as the world). The options are checked first
-// (validate_comm_options); with delay injection on, the transport is wrapped in a delay transport
-// (comm/transport/delay_transport.hpp).
+// `recorder` (a new one takes this transport's group as the world, with a run id of its own: pass
+// recorders that share one when the ranks' files are to be traced together). The options are checked
+// first (validate_comm_options); with delay injection on, the transport is wrapped in a delay
+// transport (comm/transport/delay_transport.hpp).
 std::unique_ptr<Communicator> make_communicator(std::unique_ptr<Transport> transport, std::string label,
                                                 CommOptions options = {},
                                                 std::shared_ptr<TrafficLedger> ledger = nullptr,

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <random>
 
 #include "core/error.hpp"
 
@@ -116,8 +117,16 @@ nlohmann::json FlightRing::to_json() const {
       {"group", label_}, {"members", members_}, {"rank", rank_}, {"issued", issued}, {"entries", entries}};
 }
 
-FlightRecorder::FlightRecorder(int world_rank, int world_size, std::size_t capacity)
-    : world_rank_(world_rank), world_size_(world_size), capacity_(capacity) {}
+std::string new_flight_run_id() {
+  std::random_device rd;
+  const auto now = static_cast<std::uint64_t>(std::chrono::system_clock::now().time_since_epoch().count());
+  // The clock and the pid as well: a random_device that is a fixed-seed engine still differs per run.
+  const std::uint64_t id = ((std::uint64_t{rd()} << 32) | rd()) ^ now ^ (std::uint64_t(getpid()) << 40);
+  return fmt::format("{:016x}", id);
+}
+
+FlightRecorder::FlightRecorder(int world_rank, int world_size, std::string run_id, std::size_t capacity)
+    : world_rank_(world_rank), world_size_(world_size), run_id_(std::move(run_id)), capacity_(capacity) {}
 
 std::shared_ptr<FlightRing> FlightRecorder::add_ring(std::string label, std::vector<int> members, int rank) {
   auto ring = std::make_shared<FlightRing>(std::move(label), std::move(members), rank, capacity_);
@@ -151,7 +160,8 @@ nlohmann::json FlightRecorder::to_json(const std::string& reason) const {
   nlohmann::json groups = nlohmann::json::array();
   for (const auto& r : rings) groups.push_back(r->to_json());
   return {{"format", "tierzero-flight-recorder"},
-          {"version", 1},
+          {"version", 2},
+          {"run_id", run_id_},
           {"world_rank", world_rank_},
           {"world_size", world_size_},
           {"pid", static_cast<long>(getpid())},

@@ -78,14 +78,21 @@ class FlightRing {
 // Wall-clock seconds since the epoch (the recorder's clock).
 double wall_clock_s();
 
+// A fresh run id: 16 hex digits from the system's random source and the clock. Every rank of one run
+// must hold the same id, so one rank draws it and the world hands it to the others
+// (comm/thread_world.cpp, comm/transport/mpi_world.cpp); `tierzero trace` refuses files of
+// different runs, which a shared directory otherwise mixes.
+std::string new_flight_run_id();
+
 class FlightRecorder {
  public:
   static constexpr std::size_t kDefaultCapacity = 1024;
 
-  FlightRecorder(int world_rank, int world_size, std::size_t capacity = kDefaultCapacity);
+  FlightRecorder(int world_rank, int world_size, std::string run_id, std::size_t capacity = kDefaultCapacity);
 
   int world_rank() const { return world_rank_; }
   int world_size() const { return world_size_; }
+  const std::string& run_id() const { return run_id_; }
   std::size_t capacity() const { return capacity_; }
 
   // A new ring for a communicator (kept until the recorder goes: a dump shows groups already freed).
@@ -98,8 +105,8 @@ class FlightRecorder {
   void set_on_timeout(TimeoutHook hook);
   std::string on_timeout(const std::string& report);
 
-  // The rank's record: {format, version, world_rank, world_size, pid, host, reason, dumped_at_s,
-  // groups: [{group, members, rank, issued, entries: [...]}]}.
+  // The rank's record: {format, version, run_id, world_rank, world_size, pid, host, reason, dumped_at_s,
+  // capacity, groups: [{group, members, rank, issued, entries: [...]}]}. Version 1 had no run_id.
   nlohmann::json to_json(const std::string& reason) const;
 
   // Writes to_json(reason) to `path` (through a temporary file and a rename, every write checked);
@@ -108,6 +115,7 @@ class FlightRecorder {
 
  private:
   const int world_rank_, world_size_;
+  const std::string run_id_;
   const std::size_t capacity_;
   mutable std::mutex mu_;
   std::vector<std::shared_ptr<FlightRing>> rings_;

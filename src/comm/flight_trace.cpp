@@ -1,7 +1,10 @@
 // Merging flight records (flight_trace.hpp).
 #include "comm/flight_trace.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
+#include <cctype>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <regex>
@@ -9,6 +12,7 @@
 #include <tuple>
 
 #include "core/error.hpp"
+#include "core/json_excerpt.hpp"
 #include "core/json_read.hpp"
 
 namespace tz {
@@ -45,10 +49,52 @@ struct MemberRecord {
   std::map<std::uint64_t, TraceEntry> entries;
 };
 
+// The run id of a record: "" when it has none (written before run ids).
+std::string run_id_of(const nlohmann::json& rec, const std::string& file) {
+  if (!rec.contains("run_id")) return "";
+  const nlohmann::json& id = rec["run_id"];
+  const auto printable = [](const std::string& s) {
+    return !s.empty() && s.size() <= 64 && std::all_of(s.begin(), s.end(), [](char c) {
+      return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_';
+    });
+  };
+  if (!id.is_string() || !printable(id.get<std::string>()))
+    fail_input("flight record {}: key 'run_id' must be 1 to 64 letters, digits, '-' or '_', got {}", file,
+               json_excerpt(id));
+  return id.get<std::string>();
+}
+
+// Refuses records of more than one run, naming each run with its files (and their pids and dump
+// times, which tell the runs apart when the ids do not say enough to a reader).
+std::string the_one_run(const std::vector<nlohmann::json>& records) {
+  std::map<std::string, std::vector<std::string>> files;  // by run id
+  for (const nlohmann::json& rec : records) {
+    if (!rec.is_object()) fail_input("flight record: expected a JSON object, got {}", json_excerpt(rec));
+    const std::string file = rec.value("_file", std::string("(memory)"));
+    const nlohmann::json pid = rec.value("pid", nlohmann::json()),
+                         at = rec.value("dumped_at_s", nlohmann::json());
+    files[run_id_of(rec, file)].push_back(fmt::format(
+        "{} (pid {}, dumped at {})", std::filesystem::path(file).filename().string(), json_excerpt(pid, 24),
+        at.is_number() ? fmt::format("{:.3f} s", at.get<double>()) : json_excerpt(at, 24)));
+  }
+  if (files.size() <= 1) return files.empty() ? "" : files.begin()->first;
+  std::string runs;
+  for (const auto& [id, of_run] : files)
+    runs += fmt::format("; {}: {}", id.empty() ? "no run id (written before run ids)" : "run " + id,
+                        fmt::join(of_run, ", "));
+  const std::string dir =
+      std::filesystem::path(records.front().value("_file", std::string())).parent_path().string();
+  fail_input(
+      "trace: {}the flight records are of {} different runs (their run_id differs){}; trace one run at a "
+      "time: move the other runs' files to a directory of their own",
+      dir.empty() ? "" : dir + ": ", files.size(), runs);
+}
+
 }  // namespace
 
 TraceReport merge_flight_records(const std::vector<nlohmann::json>& records) {
   TraceReport rep;
+  rep.run_id = the_one_run(records);
   std::map<GroupKey, std::map<int, MemberRecord>> groups;
   std::set<int> ranks;
   for (const nlohmann::json& rec : records) {

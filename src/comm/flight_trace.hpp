@@ -8,6 +8,10 @@
 //    which the members' entries disagree on (op, dtype, count);
 //  - at that point, who completed it, who was waiting in it, and who never arrived (never issued it);
 //  - members with no file at all (a rank that died before it could write one).
+//
+// The files must be of one run: every rank of a run writes the same run_id, and a directory that
+// two runs wrote into (one run's rank-1.json beside another's rank-0.json) is refused with the files
+// of each run. Files of a tierzero before run ids (version 1, no run_id) merge only with each other.
 #pragma once
 
 #include <nlohmann/json_fwd.hpp>
@@ -38,6 +42,7 @@ struct TraceGroup {
 };
 
 struct TraceReport {
+  std::string run_id;  // "" for files written before run ids
   int world_size = 0;
   std::vector<int> ranks;              // ranks with a file
   std::vector<int> missing;            // ranks of the world without one
@@ -48,6 +53,7 @@ struct TraceReport {
 // Reads every rank-<r>.json of `dir` (InputError naming the directory or file when it holds none, or
 // one is not a flight record).
 std::vector<nlohmann::json> read_flight_records(const std::string& dir);
+// InputError naming the files of each run when the records are of more than one.
 TraceReport merge_flight_records(const std::vector<nlohmann::json>& records);
 
 }  // namespace tz

@@ -84,7 +84,7 @@ class StreamCommunicator final : public Communicator {
         ledger_(ledger ? std::move(ledger) : std::make_shared<TrafficLedger>()),
         recorder_(recorder ? std::move(recorder)
                            : std::make_shared<FlightRecorder>(transport_->world_rank(transport_->rank()),
-                                                              transport_->size(),
+                                                              transport_->size(), new_flight_run_id(),
                                                               options_.flight_recorder_entries)),
         ring_(recorder_->add_ring(label_, members(*transport_), transport_->rank())),
         stream_(std::make_shared<Stream>()) {}

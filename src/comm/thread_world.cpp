@@ -46,12 +46,14 @@ void run_ranks(int n, CommOptions options, const Topology* topology,
     TZ_CHECK_EQ(h.transports.size(), static_cast<std::size_t>(n));
   }
   // One flight recorder and fault agreement per rank, over a shared board (they outlive the ranks'
-  // communicators: a rank that returned still answers the exchange with what it did).
+  // communicators: a rank that returned still answers the exchange with what it did). The recorders
+  // of one world share its run id.
   ThreadFaultBoard board(n);
+  const std::string run_id = new_flight_run_id();
   std::vector<std::shared_ptr<FlightRecorder>> recorders(n);
   std::vector<std::shared_ptr<FaultAgreement>> agreements(n);
   for (int r = 0; r < n; ++r) {
-    recorders[r] = std::make_shared<FlightRecorder>(r, n, options.flight_recorder_entries);
+    recorders[r] = std::make_shared<FlightRecorder>(r, n, run_id, options.flight_recorder_entries);
     agreements[r] = std::make_shared<FaultAgreement>(recorders[r], options.fault_agreement_timeout_s);
     agreements[r]->set_channel(&board);
     agreements[r]->install_timeout_hook();

@@ -16,6 +16,7 @@
 #include "comm/flight_trace.hpp"
 #include "comm/thread_world.hpp"
 #include "core/error.hpp"
+#include "core/json_read.hpp"
 #include "support/expect_input_error.hpp"
 #include "support/scratch_dir.hpp"
 
@@ -122,6 +123,85 @@ TEST(FlightRecorder, StagedDesyncIsTracedToTheFirstPointWhereRanksPart) {
       << text;
   EXPECT_NE(text.find("completed by {}, waiting in it: {0,2}, never arrived: {1}"), std::string::npos)
       << text;
+}
+
+// Two runs of the same world size that dumped into one directory (the second run's rank 1 replaced
+// the first's): every rank of a run writes the run's id, the runs' ids differ, and trace refuses the
+// mix, naming each run and its files, instead of merging them into a wrong report. Files without a
+// run id (a tierzero before run ids) merge only with each other.
+TEST(FlightRecorder, TraceRefusesTheFilesOfTwoRuns) {
+  test::ScratchDir scratch;
+  auto run = [&](const std::string& dir, bool rank1_skips) {
+    CommOptions opts;
+    opts.timeout_s = 0.3;
+    run_thread_world(
+        3,
+        [&](Communicator& comm) {
+          std::vector<float> in(4, 1.f), out(12);
+          comm.all_gather(in.data(), out.data(), 4, DType::f32).wait();
+          if (!rank1_skips || comm.rank() != 1) {
+            try {
+              comm.all_gather(in.data(), out.data(), 4, DType::f32).wait();
+            } catch (const CommError&) {
+            }
+          }
+          comm.recorder()->dump(flight_record_path(dir, comm.rank()), "test dump");
+        },
+        opts);
+  };
+  const std::string a = scratch.path("a"), b = scratch.path("b"), mixed = scratch.path("mixed");
+  run(a, true);
+  run(b, false);
+  auto run_id = [](const std::string& dir, int rank) {
+    return read_json_file(flight_record_path(dir, rank), "test").at("run_id").get<std::string>();
+  };
+  const std::string id_a = run_id(a, 0), id_b = run_id(b, 0);
+  EXPECT_EQ(id_a.size(), 16u);
+  EXPECT_NE(id_a, id_b);
+  for (int r = 1; r < 3; ++r) {
+    EXPECT_EQ(run_id(a, r), id_a);
+    EXPECT_EQ(run_id(b, r), id_b);
+  }
+  EXPECT_EQ(merge_flight_records(read_flight_records(a)).run_id, id_a);
+
+  std::filesystem::create_directories(mixed);
+  for (const auto& [from, rank] : {std::pair{a, 0}, {b, 1}, {a, 2}})
+    std::filesystem::copy_file(flight_record_path(from, rank), flight_record_path(mixed, rank));
+  test::expect_input_error([&] { merge_flight_records(read_flight_records(mixed)); },
+                           {mixed, "2 different runs", "run " + id_a + ": rank-0.json (pid ",
+                            "rank-2.json (pid ", "run " + id_b + ": rank-1.json (pid ", "dumped at "});
+  const std::string cmd = std::string(TZ_BINARY_DIR) + "/tierzero trace " + mixed + " 2>&1";
+  std::FILE* p = popen(cmd.c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  std::string text;
+  char buf[512];
+  while (std::fgets(buf, sizeof buf, p)) text += buf;
+  const int status = pclose(p);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 2) << text;
+  EXPECT_EQ(
+      text.rfind("tierzero: error: trace: " + mixed + ": the flight records are of 2 different runs", 0), 0u)
+      << text;
+  EXPECT_EQ(text.find("completed by"), std::string::npos) << "no report of a merged run: " << text;
+
+  // Without run ids (version 1): all of them merge as before; mixed with files that have one, refused.
+  auto strip = [](const std::string& path) {
+    nlohmann::json j = read_json_file(path, "test");
+    j.erase("run_id");
+    j["version"] = 1;
+    std::FILE* f = std::fopen(path.c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    std::fputs(j.dump().c_str(), f);
+    std::fclose(f);
+  };
+  for (int r = 0; r < 3; ++r) strip(flight_record_path(a, r));
+  const TraceReport old = merge_flight_records(read_flight_records(a));
+  EXPECT_EQ(old.run_id, "");
+  EXPECT_EQ(old.ranks, (std::vector<int>{0, 1, 2}));
+  std::filesystem::copy_file(flight_record_path(a, 1), flight_record_path(mixed, 1),
+                             std::filesystem::copy_options::overwrite_existing);
+  test::expect_input_error(
+      [&] { merge_flight_records(read_flight_records(mixed)); },
+      {"no run id (written before run ids): rank-1.json", "run " + id_a + ": rank-0.json"});
 }
 
 TEST(FlightRecorder, TraceRejectsADirectoryWithoutRecords) {

@@ -103,4 +103,6 @@ if [ "$mode" = kill ]; then
   grep -q "no record from world rank(s) {1}" "$work/trace" || fail "trace does not miss rank 1: $(cat "$work/trace")"
 fi
 grep -q "parts at seq" "$work/trace" || fail "trace shows no parting point: $(cat "$work/trace")"
+# Every rank wrote the run id rank 0 drew (trace refuses files of different runs).
+grep -Eq "^flight records of .* \(run [0-9a-f]{16}\)$" "$work/trace" || fail "trace names no run id: $(cat "$work/trace")"
 cat "$log" "$work/trace"

@@ -29,6 +29,24 @@ struct MpiFaults {
 };
 MpiFaults g_faults;
 
+// This job's flight-recorder run id: drawn by world rank 0 and broadcast by the first make_mpi_world
+// (before anything is recorded, so every rank's file carries it), kept for the later ones.
+std::string g_run_id;
+
+std::string agreed_run_id(int rank) {
+  if (!g_run_id.empty()) return g_run_id;
+  std::array<char, 17> id{};
+  if (rank == 0) {
+    const std::string mine = new_flight_run_id();
+    std::strncpy(id.data(), mine.c_str(), id.size() - 1);
+  }
+  // The start-up watchdog bounds this first exchange, as it bounds MPI_Init (cli/startup_watchdog.hpp).
+  TZ_MPI_CHECK(MPI_Bcast(id.data(), static_cast<int>(id.size()), MPI_CHAR, 0, MPI_COMM_WORLD));
+  id.back() = '\0';
+  g_run_id = id.data();
+  return g_run_id;
+}
+
 }  // namespace
 
 bool launched_by_mpi_launcher() {
@@ -98,7 +116,8 @@ std::unique_ptr<Communicator> make_mpi_world(CommOptions options) {
   TZ_MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
   TZ_MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &size));
   if (options.ranks_on_host == 0) options.ranks_on_host = ranks_sharing_memory(rank);
-  auto recorder = std::make_shared<FlightRecorder>(rank, size, options.flight_recorder_entries);
+  auto recorder =
+      std::make_shared<FlightRecorder>(rank, size, agreed_run_id(rank), options.flight_recorder_entries);
   MpiFaultChannel* channel = nullptr;
   if (size > 1 && !g_faults.channel) {
     g_faults.agreement = std::make_shared<FaultAgreement>(recorder, options.fault_agreement_timeout_s);

@@ -47,7 +47,8 @@ bool mpi_active();
 // With several MPI ranks it also starts the fault agreement (comm/fault_agreement.hpp) over its own
 // side channel (comm/transport/mpi_fault_channel.hpp): a timeout or a lost peer makes the live ranks
 // agree on the culprit, and the verdict ends every wait of this process (abort_mpi_transports).
-// Collective over the world (it exchanges every rank's host and pid, with the options' timeout).
+// Collective over the world: the first call takes the flight recorders' run id from world rank 0
+// (comm/flight_recorder.hpp), and it exchanges every rank's host and pid, with the options' timeout.
 std::unique_ptr<Communicator> make_mpi_world(CommOptions options = {});
 
 // The agreement make_mpi_world started (null before, or for a world of one): the CLI adds a hook
