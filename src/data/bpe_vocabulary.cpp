@@ -10,6 +10,7 @@
 #include <unordered_map>
 
 #include "core/error.hpp"
+#include "core/json_excerpt.hpp"
 #include "core/json_fields.hpp"
 #include "core/output_file.hpp"
 #include "data/unicode_classes.hpp"
@@ -170,8 +171,16 @@ BpeVocabulary read_vocab_and_merges(const std::string& vocab_json, const std::st
 BpeVocabulary read_hf_tokenizer_json(const std::string& path) {
   const nlohmann::json doc = parse_json(path);
   const std::string where = "tokenizer " + path;
-  if (!doc.is_object() || !doc.contains("model") || !doc["model"].is_object())
+  if (!doc.is_object())
+    fail_input("{}: expected a JSON object (a Hugging Face tokenizer.json), got {} {}", where,
+               doc.type_name(), json_excerpt(doc));
+  if (!doc.contains("model"))
     fail_input("{}: missing key 'model' (a Hugging Face tokenizer.json has one)", where);
+  if (!doc["model"].is_object())
+    fail_input(
+        "{}: key 'model' is {} {}, not an object (a Hugging Face tokenizer.json's \"model\" holds "
+        "\"type\", \"vocab\" and \"merges\")",
+        where, doc["model"].type_name(), json_excerpt(doc["model"]));
   const nlohmann::json& model = doc["model"];
   if (model.value("type", std::string()) != "BPE")
     fail_input("{}: key 'model.type' is {:.40}; only \"BPE\" is supported", where,

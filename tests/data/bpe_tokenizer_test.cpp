@@ -130,6 +130,29 @@ TEST_F(SmallVocab, ReadsTheSameFromHuggingFaceTokenizerJson) {
   expect_input_error([&] { BpeTokenizer::load(path); }, {path, "not valid JSON"});
 }
 
+// A tokenizer.json whose "model" is there but of another type says so, with the type it found; only
+// an absent one is "missing".
+TEST_F(SmallVocab, TokenizerJsonWhoseModelIsNotAnObjectNamesTheTypeFound) {
+  const std::string path = dir_ + "/tokenizer.json";
+  for (const auto& [model, type] : std::vector<std::pair<nlohmann::json, std::string>>{
+           {"BPE", "string"}, {nlohmann::json::array({1, 2}), "array"}, {nullptr, "null"}, {7, "number"}}) {
+    write_file(path, nlohmann::json{{"model", model}}.dump());
+    try {
+      BpeTokenizer::load(path);
+      ADD_FAILURE() << "expected an InputError for model " << model.dump();
+    } catch (const InputError& e) {
+      const std::string what = e.what();
+      for (const std::string& f : {path, std::string("key 'model' is ") + type, std::string("not an object")})
+        EXPECT_NE(what.find(f), std::string::npos) << what;
+      EXPECT_EQ(what.find("missing"), std::string::npos) << what;
+    }
+  }
+  write_file(path, "[1, 2]");
+  expect_input_error([&] { BpeTokenizer::load(path); }, {path, "expected a JSON object", "array"});
+  write_file(path, "{}");
+  expect_input_error([&] { BpeTokenizer::load(path); }, {path, "missing key 'model'"});
+}
+
 TEST_F(SmallVocab, BadFilesAreErrorsNamingFileAndLine) {
   const std::string merges = dir_ + "/merges.txt";
   write_file(merges, "#version: 0.2\nĠ t\nhe\n");
