@@ -9,6 +9,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <limits>
 
 #include "cli_test_util.hpp"
 #include "model/parameter_layout.hpp"
@@ -157,6 +158,45 @@ TEST_F(TrainSamplePlot, AnMfuAbove100PercentIsFlaggedOnce) {
   EXPECT_EQ(tr.out.find("note: MFU above 100%", at + 1), std::string::npos) << "printed once: " << tr.out;
 }
 
+// train writes a non-finite loss as null (JSON has no NaN): plot draws the finite steps, leaves the
+// others out, marks them on the loss chart and names them in its line.
+TEST_F(TrainSamplePlot, PlotDrawsARunWithNullLossesAndNamesTheSkippedSteps) {
+  const test::CliResult tr =
+      test::run_cli({"train",     "--model",   model,   "--data",        text, "--steps",
+                     "5",         "--seq",     "16",    "--micro-batch", "1",  "--log-every",
+                     "5",         "--metrics", metrics, "--peak-tflops", "1",  "--no-progress",
+                     "--threads", "1"});
+  ASSERT_EQ(tr.code, 0) << tr.err << tr.out;
+  // Steps 2 and 4 as train writes a non-finite loss and norm.
+  auto lines = read_lines(metrics);
+  ASSERT_EQ(lines.size(), 5u);
+  std::string with_nulls;
+  for (auto& j : lines) {
+    if (j["step"] == 2 || j["step"] == 4) {
+      j["loss"] = std::numeric_limits<double>::quiet_NaN();
+      j["grad_norm"] = std::numeric_limits<double>::infinity();
+      j["skipped"] = true;
+    }
+    with_nulls += j.dump() + "\n";
+  }
+  ASSERT_NE(with_nulls.find("\"loss\":null"), std::string::npos) << "nlohmann writes NaN as null";
+  const std::string m = dir.write("nulls.jsonl", with_nulls);
+  const std::string out = dir.path("plots");
+  const test::CliResult p = test::run_cli({"plot", m, "--out", out});
+  ASSERT_EQ(p.code, 0) << p.err;
+  EXPECT_NE(p.out.find("plot: 5 steps, 0 evaluations"), std::string::npos) << p.out;
+  EXPECT_NE(p.out.find("2 steps with a non-finite loss (null) left out and marked: steps 2 and 4"),
+            std::string::npos)
+      << p.out;
+  std::ifstream dat(out + "/loss.dat");
+  const std::string points((std::istreambuf_iterator<char>(dat)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(std::count(points.begin(), points.end(), '\n'), 3) << points;
+  std::ifstream svg(out + "/loss.svg");
+  const std::string drawn((std::istreambuf_iterator<char>(svg)), std::istreambuf_iterator<char>());
+  EXPECT_NE(drawn.find("non-finite loss (step skipped): 2 steps"), std::string::npos);
+  EXPECT_EQ(head(out + "/loss.png", 8), "\x89PNG\r\n\x1a\n");
+}
+
 TEST_F(TrainSamplePlot, PlotRefusesBadMetrics) {
   const std::string bad = dir.write(
       "bad.jsonl", "{\"event\": \"step\", \"step\": 1, \"loss\": 2.0, \"tokens_per_s\": 5}\n{\"step\": \n");
@@ -167,6 +207,24 @@ TEST_F(TrainSamplePlot, PlotRefusesBadMetrics) {
   const test::CliResult q = test::run_cli({"plot", none, "--out", dir.path("q")});
   EXPECT_EQ(q.code, 2);
   EXPECT_NE(q.err.find("no step lines"), std::string::npos) << q.err;
+  // A loss that is neither a number nor null is still an error naming the line and the key.
+  const std::string text_loss =
+      dir.write("text.jsonl", "{\"event\": \"step\", \"step\": 1, \"loss\": \"2.0\", \"tokens_per_s\": 5}\n");
+  const test::CliResult t = test::run_cli({"plot", text_loss, "--out", dir.path("t")});
+  EXPECT_EQ(t.code, 2);
+  EXPECT_NE(t.err.find("line 1: key 'loss' must be a number"), std::string::npos) << t.err;
+  // Nothing finite to draw.
+  const std::string all_null = dir.write(
+      "all_null.jsonl", "{\"event\": \"step\", \"step\": 1, \"loss\": null, \"tokens_per_s\": 5}\n");
+  const test::CliResult n = test::run_cli({"plot", all_null, "--out", dir.path("n")});
+  EXPECT_EQ(n.code, 2);
+  EXPECT_NE(n.err.find("every one of its 1 steps is null"), std::string::npos) << n.err;
+  // A directory in place of the file: said as such, not "read failed".
+  const test::CliResult d = test::run_cli({"plot", dir.path(""), "--out", dir.path("d")});
+  EXPECT_EQ(d.code, 2);
+  EXPECT_NE(d.err.find("is a directory; expected the JSON-lines file `tierzero train --metrics FILE` wrote"),
+            std::string::npos)
+      << d.err;
 }
 
 }  // namespace
