@@ -4,7 +4,8 @@
 // The weights come through train/weights_source.hpp: a parameter file written by `train
 // --weights-out`, an exported GPT-2 .safetensors or llm.c model file, or a tierzero checkpoint
 // directory (read by the checkpoint layer on this process). The prompt is encoded with
-// GPT-2's BPE when --tokenizer is given, else byte by byte; the model runs with a key/value cache
+// GPT-2's BPE when --tokenizer is given, else byte by byte (a model of 256 tokens: another vocabulary
+// is refused before anything is printed); the model runs with a key/value cache
 // (model/gpt_decode.hpp), so each new token costs one forward of one position; the tokens are drawn
 // by model/sampling.hpp, the same for a seed on every machine. The prompt and the continuation go
 // to stdout as they are drawn; a summary line goes to stderr.
@@ -62,11 +63,18 @@ int run_sample(const SampleArgs& a) {
                  bpe->vocab_size(), w.config.vocab_size);
     prompt = bpe->encode(a.prompt);
   } else {
+    // Without a tokenizer every token is a byte: a smaller vocabulary cannot hold them, a larger one
+    // can draw ids that are not bytes and would have no text.
     if (w.config.vocab_size < kByteVocabSize)
       fail_input(
           "--weights {}: a vocabulary of {} tokens cannot hold bytes; pass the --tokenizer it was trained "
           "with",
           a.weights, w.config.vocab_size);
+    if (w.config.vocab_size > kByteVocabSize)
+      fail_input(
+          "--weights {}: the model's vocabulary of {} tokens needs a tokenizer: pass the --tokenizer it was "
+          "trained with (without one every token is a byte, and there are {})",
+          a.weights, w.config.vocab_size, kByteVocabSize);
     prompt = byte_encode(a.prompt);
   }
   if (static_cast<long long>(prompt.size()) + a.max_new_tokens > w.config.n_positions)
@@ -122,7 +130,9 @@ const bool sample_registered = register_command(
        o.integer("--top-k", a->top_k, 0, 1 << 30, "draw among the k most likely tokens; 0 = all");
        o.unsigned_integer("--seed", a->seed, UINT64_MAX, "sampling seed: the same seed, the same text",
                           "1337");
-       o.text("--tokenizer", a->tokenizer, "GPT-2 BPE folder (vocab.json + merges.txt) or tokenizer.json",
+       o.text("--tokenizer", a->tokenizer,
+              "GPT-2 BPE folder (vocab.json + merges.txt) or tokenizer.json; needed unless the model's "
+              "vocabulary is 256 tokens",
               "bytes (one token per byte)");
        o.integer("--threads", a->threads, 1, 4096, "kernel + OpenBLAS threads");
        return [a] { return run_sample(*a); };

@@ -158,6 +158,28 @@ TEST_F(TrainSamplePlot, AnMfuAbove100PercentIsFlaggedOnce) {
   EXPECT_EQ(tr.out.find("note: MFU above 100%", at + 1), std::string::npos) << "printed once: " << tr.out;
 }
 
+// Without --tokenizer every drawn token must be a byte: a model of more than 256 tokens is refused
+// before anything is printed, naming its vocabulary and the option (not an internal error halfway
+// through the text when it draws token 273).
+TEST_F(TrainSamplePlot, SampleWithoutATokenizerRefusesAVocabularyBeyondBytesBeforePrinting) {
+  GptConfig c;
+  c.n_layer = 1;
+  c.n_embd = 16;
+  c.n_head = 2;
+  c.n_positions = 64;
+  c.vocab_size = 300;
+  const ParameterLayout layout(c);
+  const std::vector<float> zeros(layout.total_numel(), 0.f);  // uniform over all 300 tokens
+  const std::string w = dir.write("v300.bin", test::llmc_bytes(layout, zeros.data(), 3, 300));
+  const test::CliResult s =
+      test::run_cli({"sample", "--weights", w, "--prompt", "the ", "--max-new-tokens", "60", "--seed", "1"});
+  EXPECT_EQ(s.code, 2) << s.err << s.out;
+  EXPECT_EQ(s.out, "") << "refused before sampling";
+  for (const char* f : {"300 tokens", "--tokenizer", "v300.bin"})
+    EXPECT_NE(s.err.find(f), std::string::npos) << s.err;
+  EXPECT_EQ(std::count(s.err.begin(), s.err.end(), '\n'), 1) << s.err;
+}
+
 // train writes a non-finite loss as null (JSON has no NaN): plot draws the finite steps, leaves the
 // others out, marks them on the loss chart and names them in its line.
 TEST_F(TrainSamplePlot, PlotDrawsARunWithNullLossesAndNamesTheSkippedSteps) {
