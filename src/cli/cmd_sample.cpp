@@ -117,7 +117,9 @@ const bool sample_registered = register_command(
        o.text(
             "--weights", a->weights,
             "trained weights: a parameter file (`tierzero train --weights-out`, with its .json beside it), a "
-            "GPT-2 .safetensors file (the shape from --model or its config.json) or an llm.c model file")
+            "checkpoint directory (`tierzero train --save-dir`: DIR, whose `latest` names the newest, or "
+            "DIR/step_N), a GPT-2 .safetensors file (the shape from --model or its config.json) or an llm.c "
+            "model file")
            ->required();
        o.text("--model", a->model,
               "model preset or config.json: the shape of a .safetensors file; for the other formats a check",

@@ -180,6 +180,15 @@ TEST_F(TrainSamplePlot, SampleWithoutATokenizerRefusesAVocabularyBeyondBytesBefo
   EXPECT_EQ(std::count(s.err.begin(), s.err.end(), '\n'), 1) << s.err;
 }
 
+// `sample --help` names every kind of weights --weights takes, checkpoint directories included.
+TEST_F(TrainSamplePlot, SampleHelpListsCheckpointDirectories) {
+  const test::CliResult h = test::run_cli({"sample", "--help"});
+  EXPECT_EQ(h.code, 0);
+  for (const char* f :
+       {"--weights-out", "checkpoint directory", "--save-dir", "latest", "step_N", ".safetensors", "llm.c"})
+    EXPECT_NE(h.out.find(f), std::string::npos) << f << "\n" << h.out;
+}
+
 // train writes a non-finite loss as null (JSON has no NaN): plot draws the finite steps, leaves the
 // others out, marks them on the loss chart and names them in its line.
 TEST_F(TrainSamplePlot, PlotDrawsARunWithNullLossesAndNamesTheSkippedSteps) {
