@@ -2,8 +2,6 @@
 // option or key: a micro-batch the machine's memory cannot hold (from the command line or a config),
 // --max-bytes beyond it, a world of nodes that overflows, options that exclude or need each other,
 // --plan auto on a topology without a device peak, and the defaults --help shows being the ones that run.
-#include <fmt/format.h>
-#include <fmt/ranges.h>
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -15,15 +13,10 @@
 namespace tz {
 namespace {
 
-struct Row {
-  std::vector<std::string> args;
-  std::vector<std::string> fragments;
-};
-
 TEST(CliInputs, RefusedBeforeRunning) {
   test::ScratchDir dir;
   const std::string big = dir.write("big.json", R"({"train_micro_batch_size_per_gpu": 1000000000})");
-  const Row rows[] = {
+  const test::RefusedRun rows[] = {
       {{"train", "--micro-batch", "1000000000"}, {"micro-batch 1000000000", "--micro-batch", "GiB"}},
       {{"train", "--batch", "1073741824", "--recompute"}, {"--micro-batch", "GiB"}},
       {{"train", "--config", big}, {"micro-batch 1000000000", "train_micro_batch_size_per_gpu", big}},
@@ -43,13 +36,7 @@ TEST(CliInputs, RefusedBeforeRunning) {
       {{"sample", "--weights", dir.path("none.bin"), "--prompt", "hi"}, {"--weights", "none.bin"}},
       {{"sample", "--weights", dir.path(""), "--prompt", "hi"}, {"--weights", "checkpoint"}},
   };
-  for (const Row& r : rows) {
-    SCOPED_TRACE(fmt::format("{}", fmt::join(r.args, " ")));
-    const test::CliResult res = test::run_cli(r.args);
-    EXPECT_EQ(res.code, 2) << res.err;
-    for (const auto& f : r.fragments) EXPECT_NE(res.err.find(f), std::string::npos) << res.err;
-    EXPECT_EQ(std::count(res.err.begin(), res.err.end(), '\n'), 1) << res.err;
-  }
+  for (const test::RefusedRun& r : rows) test::expect_refused(r);
 }
 
 TEST(CliInputs, HelpShowsTheDefaultsThatRun) {

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,23 @@ inline CliResult run_cli(std::vector<std::string> args) {
   r.out = testing::internal::GetCapturedStdout();
   r.err = testing::internal::GetCapturedStderr();
   return r;
+}
+
+// A command line refused as bad input: one line naming what it should, exit code 2. Returns what it
+// printed, for further checks.
+struct RefusedRun {
+  std::vector<std::string> args;
+  std::vector<std::string> fragments;  // each must be in the error line
+};
+inline CliResult expect_refused(const RefusedRun& r) {
+  std::string line;
+  for (const auto& a : r.args) line += (line.empty() ? "" : " ") + a;
+  SCOPED_TRACE(line);
+  const CliResult res = run_cli(r.args);
+  EXPECT_EQ(res.code, 2) << res.err;
+  for (const auto& f : r.fragments) EXPECT_NE(res.err.find(f), std::string::npos) << res.err;
+  EXPECT_EQ(std::count(res.err.begin(), res.err.end(), '\n'), 1) << res.err;
+  return res;
 }
 
 // "bench comm" -> {"bench", "comm"}

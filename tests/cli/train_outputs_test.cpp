@@ -4,7 +4,6 @@
 // checkpoint options without a save directory, and a --weights-out or --init-out that is a directory
 // or a device.
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -12,27 +11,11 @@
 #include <vector>
 
 #include "cli_test_util.hpp"
-#include "data/token_shard.hpp"
+#include "data/data_test_util.hpp"
 #include "support/scratch_dir.hpp"
 
 namespace tz {
 namespace {
-
-struct Row {
-  std::vector<std::string> args;
-  std::vector<std::string> fragments;
-};
-
-// An llm.c uint32 shard of `n` copies of `id` (the header, then the raw ids).
-std::string uint32_shard(std::uint32_t id, std::int32_t n) {
-  std::vector<std::int32_t> header(256, 0);
-  header[0] = kLlmcMagicUint32;
-  header[1] = kLlmcVersionUint32;
-  header[2] = n;
-  std::string bytes(reinterpret_cast<const char*>(header.data()), kLlmcHeaderBytes);
-  for (std::int32_t i = 0; i < n; ++i) bytes.append(reinterpret_cast<const char*>(&id), 4);
-  return bytes;
-}
 
 TEST(TrainOutputs, RefusedBeforeTheFirstStep) {
   test::ScratchDir dir;
@@ -44,7 +27,7 @@ TEST(TrainOutputs, RefusedBeforeTheFirstStep) {
     args.insert(args.end(), extra.begin(), extra.end());
     return args;
   };
-  std::vector<Row> rows = {
+  std::vector<test::RefusedRun> rows = {
       {{"train", "--save-every", "5"}, {"--save-every 5", "need a save directory", "--save-dir"}},
       {{"train", "--keep", "2"}, {"--keep 2", "need a save directory"}},
       {{"train", "--weights-out", dir.path("folder")}, {"--weights-out", "is a directory"}},
@@ -57,23 +40,19 @@ TEST(TrainOutputs, RefusedBeforeTheFirstStep) {
   // Ids of 2^31 and more crashed the run (a negative index); the largest fitting id of a uint32 shard
   // too, for a vocabulary of 256.
   for (std::uint32_t id : {0x80000000u, 0xFFFFFFFFu, 256u}) {
-    const std::string shard = dir.write(fmt::format("u32_{}.bin", id), uint32_shard(id, 3000));
+    const std::string shard = dir.write(fmt::format("u32_{}.bin", id), test::uint32_shard_bytes(id, 3000));
     rows.push_back({with({"--data", shard}),
                     {shard, fmt::format("token id {} at token index 0", id),
                      "outside the model's vocabulary [0, 256)"}});
   }
-  for (const Row& r : rows) {
-    SCOPED_TRACE(fmt::format("{}", fmt::join(r.args, " ")));
-    const test::CliResult res = test::run_cli(r.args);
-    EXPECT_EQ(res.code, 2) << res.err;
-    for (const auto& f : r.fragments) EXPECT_NE(res.err.find(f), std::string::npos) << res.err;
-    EXPECT_EQ(std::count(res.err.begin(), res.err.end(), '\n'), 1) << res.err;
+  for (const test::RefusedRun& r : rows) {
+    const test::CliResult res = test::expect_refused(r);
     EXPECT_EQ(res.out.find("step "), std::string::npos) << "a step ran:\n" << res.out;
   }
   EXPECT_FALSE(std::filesystem::exists("/dev/null.json"));
   EXPECT_TRUE(std::filesystem::is_character_file("/dev/null"));
   // The largest id the vocabulary holds trains.
-  const std::string last = dir.write("u32_last.bin", uint32_shard(255, 3000));
+  const std::string last = dir.write("u32_last.bin", test::uint32_shard_bytes(255, 3000));
   const test::CliResult ok = test::run_cli(with({"--data", last, "--seq", "16", "--batch", "1"}));
   EXPECT_EQ(ok.code, 0) << ok.err;
 }

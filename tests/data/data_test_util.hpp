@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "data/token_shard.hpp"
+
 namespace tz::test {
 
 inline std::string temp_path(const std::string& name) {
@@ -33,6 +35,18 @@ inline void poke_int32(const std::string& path, std::streamoff offset, std::int3
   std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
   f.seekp(offset);
   f.write(reinterpret_cast<const char*>(&v), 4);
+}
+
+// An llm.c uint32 shard (the Llama-3 format) of `n` copies of `id`, written byte by byte as a hostile
+// file would be: the header (magic 20240801, version 7, the count), then the raw ids.
+inline std::string uint32_shard_bytes(std::uint32_t id, std::int32_t n) {
+  std::vector<std::int32_t> header(256, 0);
+  header[0] = kLlmcMagicUint32;
+  header[1] = kLlmcVersionUint32;
+  header[2] = n;
+  std::string bytes(reinterpret_cast<const char*>(header.data()), kLlmcHeaderBytes);
+  for (std::int32_t i = 0; i < n; ++i) bytes.append(reinterpret_cast<const char*>(&id), 4);
+  return bytes;
 }
 
 inline std::vector<std::int32_t> iota_tokens(std::size_t n) {

@@ -79,30 +79,19 @@ TEST(ShardSet, UnigramEntropyExactAndSampled) {
   EXPECT_NEAR(unigram_entropy_nats(toks), exact, 1e-9);
 }
 
-// A uint32 shard (llm.c's format for vocabularies over 65536) of `n` copies of `id`, written byte by
-// byte as a hostile file would be: header (magic 20240801, version 7, count) and raw ids.
-void write_uint32_shard(const std::string& path, std::uint32_t id, std::int32_t n) {
-  std::vector<std::int32_t> header(256, 0);
-  header[0] = kLlmcMagicUint32;
-  header[1] = kLlmcVersionUint32;
-  header[2] = n;
-  std::string bytes(reinterpret_cast<const char*>(header.data()), kLlmcHeaderBytes);
-  for (std::int32_t i = 0; i < n; ++i) bytes.append(reinterpret_cast<const char*>(&id), 4);
-  test::write_file(path, bytes);
-}
-
 TEST_F(ShardSetFiles, UnigramEntropyRefusesIdsOutsideTheVocabularyOfAnyWidth) {
   // Ids of 2^31 and more used to index the counting table as negative int32: a crash, not an error.
   const std::string wide = dir_ + "/wide.bin";
   for (std::uint32_t id : {0x80000000u, 0xFFFFFFFFu, 128256u}) {
-    write_uint32_shard(wide, id, 3000);
+    test::write_file(wide, test::uint32_shard_bytes(id, 3000));
     const ShardSet set = ShardSet::open(wide);
     expect_input_error([&] { set.unigram_entropy_nats(128256); },
                        {wide, fmt::format("token id {} at token index 0", id),
                         "outside the model's vocabulary", "[0, 128256)", "llm.c uint32"});
     expect_input_error([&] { set.unigram_entropy_nats(128256, 1 << 16); }, {wide, std::to_string(id)});
   }
-  write_uint32_shard(wide, 128255u, 3000);  // the largest id of a 128256-token vocabulary (Llama 3)
+  test::write_file(wide, test::uint32_shard_bytes(
+                             128255u, 3000));  // the largest id of a 128256-token vocabulary (Llama 3)
   EXPECT_NEAR(ShardSet::open(wide).unigram_entropy_nats(128256), 0.0, 1e-12);
 }
 
