@@ -13,20 +13,21 @@ import sys
 # layer -> the layers it may include (besides itself). Lower layers first.
 ALLOWED = {
     "core": set(),
+    "device": {"core"},
     "topology": {"core"},
-    "optim": {"core"},
+    "optim": {"core", "device"},
     "data": {"core"},
-    "model": {"core"},
+    "model": {"core", "device"},
     "collective": {"core", "topology"},
-    "comm": {"core", "topology", "collective"},
-    "quant": {"core", "topology", "collective", "comm"},
+    "comm": {"core", "device", "topology", "collective"},
+    "quant": {"core", "device", "topology", "collective", "comm"},
     "plan": {"core", "topology", "collective"},
-    "perf": {"core", "topology", "collective", "comm", "plan", "model"},
-    "engine": {"core", "topology", "collective", "comm", "quant", "plan", "model", "optim", "data"},
-    "checkpoint": {"core", "topology", "collective", "comm", "quant", "plan", "model", "optim", "data",
-                   "engine"},
-    "train": {"core", "topology", "collective", "comm", "quant", "plan", "model", "optim", "data", "engine",
-              "checkpoint", "perf"},
+    "perf": {"core", "device", "topology", "collective", "comm", "plan", "model"},
+    "engine": {"core", "device", "topology", "collective", "comm", "quant", "plan", "model", "optim", "data"},
+    "checkpoint": {"core", "device", "topology", "collective", "comm", "quant", "plan", "model", "optim",
+                   "data", "engine"},
+    "train": {"core", "device", "topology", "collective", "comm", "quant", "plan", "model", "optim", "data",
+              "engine", "checkpoint", "perf"},
 }
 # The two layers on top, beside each other: the benchmark library and the command line.
 ABOVE_ALL = set(ALLOWED)

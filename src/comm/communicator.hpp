@@ -29,24 +29,9 @@
 #include "comm/traffic.hpp"
 #include "comm/transport/transport.hpp"
 #include "core/dtype.hpp"
+#include "device/work.hpp"
 
 namespace tz {
-
-// Handle to a non-blocking collective. wait() blocks until done (yielding, never spinning) and throws
-// CommError on failure or timeout; the report names the op, group, sequence number and missing ranks.
-class Work {
- public:
-  struct State;
-  Work() = default;  // an already-completed no-op
-  explicit Work(std::shared_ptr<State> state) : state_(std::move(state)) {}
-  void wait();
-  bool done() const;
-  // comm-internal access to the shared state (comm/work_state.hpp).
-  friend std::shared_ptr<State> work_state(const Work& work);
-
- private:
-  std::shared_ptr<State> state_;
-};
 
 class Communicator {
  public:

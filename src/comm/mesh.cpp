@@ -16,8 +16,8 @@
 
 #include <cstring>
 
-#include "comm/work_state.hpp"
 #include "core/error.hpp"
+#include "device/work_state.hpp"
 
 namespace tz {
 

@@ -19,10 +19,10 @@
 #include "comm/delay_injector.hpp"
 #include "comm/reduce.hpp"
 #include "comm/shared_arena.hpp"
-#include "comm/stream.hpp"
 #include "comm/transport/delay_transport.hpp"
-#include "comm/work_state.hpp"
 #include "core/error.hpp"
+#include "device/stream.hpp"
+#include "device/work_state.hpp"
 
 namespace tz {
 namespace {

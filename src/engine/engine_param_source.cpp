@@ -7,8 +7,8 @@
 #include "core/bf16_convert.hpp"
 #include "core/error.hpp"
 #include "core/timing.hpp"
+#include "device/host_stream.hpp"
 #include "plan/step_schedule.hpp"
-#include "quant/host_stream.hpp"
 
 namespace tz {
 namespace {

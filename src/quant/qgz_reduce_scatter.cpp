@@ -17,9 +17,9 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "device/host_stream.hpp"
 #include "quant/block_quantize.hpp"
 #include "quant/collective_after.hpp"
-#include "quant/host_stream.hpp"
 #include "quant/scratch_pool.hpp"
 
 namespace tz {

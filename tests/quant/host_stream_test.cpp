@@ -1,7 +1,7 @@
 // Host streams and the scratch pool: tasks run in enqueue order behind their dependencies, a failed
 // dependency or a throwing task fails that task's Work (and only it), a waiter may run the task
 // itself, and pooled buffers come back for reuse from whichever thread drops them.
-#include "quant/host_stream.hpp"
+#include "device/host_stream.hpp"
 
 #include <gtest/gtest.h>
 

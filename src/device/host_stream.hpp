@@ -15,7 +15,7 @@
 //
 // Tasks of one stream run one at a time, in enqueue order, on the stream's progress thread or on a
 // thread that waits for one of its Works and finds the stream idle ("wait helps", as in
-// comm/stream.hpp: a caller that waits at once runs the dequantization itself, saving two thread
+// device/stream.hpp: a caller that waits at once runs the dequantization itself, saving two thread
 // hand-offs when ranks are oversubscribed). A dependency that failed fails the task's Work with the
 // same error, without running the task; a task that throws fails its Work. Later tasks still run.
 #pragma once
@@ -25,7 +25,7 @@
 #include <memory>
 #include <vector>
 
-#include "comm/communicator.hpp"
+#include "device/work.hpp"
 
 namespace tz {
 

@@ -1,8 +1,8 @@
-// Host streams (host_stream.hpp) over comm's in-order Stream and Work state.
-#include "quant/host_stream.hpp"
+// Host streams (host_stream.hpp) over the in-order Stream and Work state.
+#include "device/host_stream.hpp"
 
-#include "comm/stream.hpp"
-#include "comm/work_state.hpp"
+#include "device/stream.hpp"
+#include "device/work_state.hpp"
 
 namespace tz {
 

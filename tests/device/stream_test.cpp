@@ -2,7 +2,7 @@
 // ticket of the task it waits for) never runs a task enqueued after that one, even when the stream
 // is idle and such a task is next in the queue. Running it could deadlock: its dependencies may be
 // queued behind the helper on the helper's own stream.
-#include "comm/stream.hpp"
+#include "device/stream.hpp"
 
 #include <gtest/gtest.h>
 

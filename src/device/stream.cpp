@@ -1,5 +1,5 @@
 // In-order task queue with a progress thread and waiting threads that help (stream.hpp).
-#include "comm/stream.hpp"
+#include "device/stream.hpp"
 
 namespace tz {
 

@@ -1,5 +1,6 @@
-// The shared state behind a Work handle (comm-internal): the progress thread that runs a collective
-// finishes it with success or an exception; any number of Work copies wait on it. `keep_alive` holds
+// The shared state behind a Work handle (for the code that completes and chains Works: streams,
+// communicators): whatever runs the work (a communicator's progress thread, a stream's task) finishes
+// it with success or an exception; any number of Work copies wait on it. `keep_alive` holds
 // buffers that must outlive the collective (Mesh's intermediate shards).
 #pragma once
 
@@ -10,8 +11,8 @@
 #include <mutex>
 #include <vector>
 
-#include "comm/communicator.hpp"
-#include "comm/stream.hpp"
+#include "device/stream.hpp"
+#include "device/work.hpp"
 
 namespace tz {
 

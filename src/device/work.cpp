@@ -1,7 +1,7 @@
 // Work handles: waiting blocks on a condition variable (no spinning); errors are rethrown to every
 // waiter. The deadline lives in the progress thread that runs the collective, which always finishes
 // the state (done or failed), so wait() needs none of its own.
-#include "comm/work_state.hpp"
+#include "device/work_state.hpp"
 
 namespace tz {
 

@@ -1,8 +1,8 @@
-// An in-order queue of tasks (comm-internal), like a NCCL/CUDA stream. Tasks run one at a time, in
-// issue order, on the stream's own progress thread. try_run_one lets a thread that waits for one
-// task run the queue's next task itself (a caller that waits at once saves two thread hand-offs),
-// but never a task enqueued after the one it waits for: each task has a ticket, and the waiter
-// passes its own. Running a later task would hold the waiter hostage to that task's dependencies,
+// An in-order queue of tasks (the engine of HostStream and of a communicator's progress), like a
+// NCCL/CUDA stream. Tasks run one at a time, in issue order, on the stream's own progress thread. try_run_one
+// lets a thread that waits for one task run the queue's next task itself (a caller that waits at once saves
+// two thread hand-offs), but never a task enqueued after the one it waits for: each task has a ticket, and
+// the waiter passes its own. Running a later task would hold the waiter hostage to that task's dependencies,
 // which may sit behind the waiter on its own stream (a communicator's progress thread in a
 // stream_wait that ran a dequantization waiting for a gather queued behind that stream_wait).
 #pragma once

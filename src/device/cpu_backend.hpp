@@ -1,0 +1,23 @@
+// The cpu backend: device memory is host memory (backend.hpp).
+#pragma once
+
+#include "device/backend.hpp"
+
+namespace tz {
+
+inline constexpr std::size_t kDeviceAlignment = 64;  // bytes: a cache line, an AVX-512 vector
+
+class CpuBackend final : public Backend {
+ public:
+  DeviceKind kind() const override { return DeviceKind::cpu; }
+  bool host_addressable() const override { return true; }
+  void* allocate(std::size_t bytes) override;
+  void release(void* device) noexcept override;
+  void copy_to_device(void* device_dst, const void* host_src, std::size_t bytes) override;
+  void copy_to_host(void* host_dst, const void* device_src, std::size_t bytes) const override;
+  void copy_on_device(void* device_dst, const void* device_src, std::size_t bytes) override;
+  void fill_bytes(void* device_dst, unsigned char value, std::size_t bytes) override;
+  void* host_address(const void* device, std::size_t bytes) const override;
+};
+
+}  // namespace tz
