@@ -14,7 +14,7 @@
 #include "bench/quant_throughput.hpp"
 #include "core/parallel_for.hpp"
 #include "core/timing.hpp"
-#include "optim/adamw.hpp"
+#include "device/cpu/adamw.hpp"
 
 int main(int argc, char** argv) {
   if (argc > 3) {

@@ -11,7 +11,7 @@
 
 #include "bench/bench_args.hpp"
 #include "bench/quant_throughput.hpp"
-#include "quant/block_quantize.hpp"
+#include "device/cpu/block_quantize.hpp"
 
 int main(int argc, char** argv) {
   if (argc > 4) {

@@ -36,7 +36,7 @@ if [ "${TZ_SKIP_SANITIZERS:-0}" != 1 ]; then
   [ "${TZ_SKIP_FUZZ:-0}" = 1 ] || bash scripts/fuzz.sh build-asan  # libFuzzer targets, ~42 s each
   # ThreadSanitizer: only the suites whose ranks are threads (races between rank threads, progress
   # threads and the parallel_for pool), each binary run whole.
-  tsan_suites=(tz_collective_tests tz_comm_tests tz_quant_tests tz_engine_tests)
+  tsan_suites=(tz_device_tests tz_collective_tests tz_comm_tests tz_quant_tests tz_engine_tests)
   stage "ThreadSanitizer build"
   cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTZ_TSAN=ON -DTZ_WERROR=ON \
     -DCMAKE_UNITY_BUILD=ON -DTZ_BUILD_BENCH=OFF -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" >/dev/null

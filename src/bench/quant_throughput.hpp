@@ -16,7 +16,7 @@
 
 #include "core/dtype.hpp"
 #include "core/quant_format.hpp"
-#include "quant/block_quantize.hpp"
+#include "device/cpu/block_quantize.hpp"
 
 namespace tz {
 

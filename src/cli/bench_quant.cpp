@@ -8,7 +8,7 @@
 #include "bench/quant_throughput.hpp"
 #include "cli/bench_registry.hpp"
 #include "cli/cli_options.hpp"
-#include "quant/block_quantize.hpp"
+#include "device/cpu/block_quantize.hpp"
 
 namespace tz::cli {
 namespace {

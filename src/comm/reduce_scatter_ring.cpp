@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "comm/algorithms.hpp"
-#include "comm/reduce.hpp"
+#include "device/cpu/reduce.hpp"
 
 namespace tz {
 

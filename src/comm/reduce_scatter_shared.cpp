@@ -14,8 +14,8 @@
 #include <cstring>
 
 #include "comm/algorithms.hpp"
-#include "comm/reduce.hpp"
 #include "comm/shared_arena.hpp"
+#include "device/cpu/reduce.hpp"
 
 namespace tz {
 

@@ -17,10 +17,10 @@
 #include "comm/algorithms.hpp"
 #include "comm/communicator.hpp"
 #include "comm/delay_injector.hpp"
-#include "comm/reduce.hpp"
 #include "comm/shared_arena.hpp"
 #include "comm/transport/delay_transport.hpp"
 #include "core/error.hpp"
+#include "device/cpu/reduce.hpp"
 #include "device/stream.hpp"
 #include "device/work_state.hpp"
 

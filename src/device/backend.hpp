@@ -7,7 +7,7 @@
 //            device -> device, byte fill: cudaMallocAsync, cudaMemcpyAsync, cudaMemsetAsync
 //   order    Work (device/work.hpp) is the event: a copy or kernel enqueued behind Works completes
 //            one; a host thread waits for it, a communicator or stream is ordered behind it
-//   kernels  the backend's kernel table (device/kernel_table.hpp)
+//   kernels  the backend's kernel table (device/kernels.hpp)
 //
 // Backends of this build:
 //   cpu       device memory is host memory: pointers are host pointers, copies are memcpy, kernels
@@ -28,6 +28,8 @@
 #include <vector>
 
 namespace tz {
+
+class Kernels;  // device/kernels.hpp
 
 enum class DeviceKind { cpu, emulated };
 std::string_view device_kind_name(DeviceKind kind);
@@ -55,11 +57,14 @@ class Backend {
   virtual void copy_on_device(void* device_dst, const void* device_src, std::size_t bytes) = 0;
   virtual void fill_bytes(void* device_dst, unsigned char value, std::size_t bytes) = 0;
 
-  // For the backend's own kernels (device/kernel_table.hpp) and for host code of the cpu backend:
+  // For the backend's own kernels (device/kernels.hpp) and for host code of the cpu backend:
   // the host address of `bytes` bytes at a device address. The emulated backend checks that they lie
   // inside one live allocation (InternalError naming the address otherwise) and untags the address;
   // a backend whose memory the host cannot reach at all (a GPU) has no such address.
   virtual void* host_address(const void* device, std::size_t bytes) const = 0;
+
+  // The backend's kernel table (device/kernels.hpp): every operation on its memory.
+  virtual Kernels& kernels() = 0;
 };
 
 // The backend of `kind`, one per process (allocations of one kind share it).

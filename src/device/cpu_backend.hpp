@@ -2,6 +2,7 @@
 #pragma once
 
 #include "device/backend.hpp"
+#include "device/cpu/cpu_kernels.hpp"
 
 namespace tz {
 
@@ -18,6 +19,10 @@ class CpuBackend final : public Backend {
   void copy_on_device(void* device_dst, const void* device_src, std::size_t bytes) override;
   void fill_bytes(void* device_dst, unsigned char value, std::size_t bytes) override;
   void* host_address(const void* device, std::size_t bytes) const override;
+  Kernels& kernels() override { return kernels_; }
+
+ private:
+  CpuKernels kernels_;
 };
 
 }  // namespace tz

@@ -14,6 +14,7 @@
 #include <mutex>
 
 #include "device/backend.hpp"
+#include "device/emulated_kernels.hpp"
 
 namespace tz {
 
@@ -30,12 +31,14 @@ class EmulatedBackend final : public Backend {
   void copy_on_device(void* device_dst, const void* device_src, std::size_t bytes) override;
   void fill_bytes(void* device_dst, unsigned char value, std::size_t bytes) override;
   void* host_address(const void* device, std::size_t bytes) const override;
+  Kernels& kernels() override { return kernels_; }
 
   std::size_t live_allocations() const;
 
  private:
   mutable std::mutex mu_;
   std::map<std::uintptr_t, std::size_t> live_;  // tagged base address -> bytes
+  EmulatedKernels kernels_{*this};
 };
 
 }  // namespace tz

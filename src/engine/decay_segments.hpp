@@ -6,8 +6,8 @@
 #include <cstddef>
 #include <vector>
 
+#include "device/decay_segment.hpp"
 #include "model/parameter_layout.hpp"
-#include "optim/decay_segment.hpp"
 
 namespace tz {
 

@@ -33,11 +33,11 @@
 
 #include "comm/mesh.hpp"
 #include "data/batch_fn.hpp"
+#include "device/cpu/adamw.hpp"
 #include "engine/collective_issuer.hpp"
 #include "engine/engine_param_source.hpp"
 #include "engine/sharded_state.hpp"
 #include "model/gpt.hpp"
-#include "optim/adamw.hpp"
 #include "optim/lr_schedule.hpp"
 #include "plan/memory_plan.hpp"
 #include "plan/step_schedule.hpp"

@@ -14,9 +14,9 @@
 #include <vector>
 
 #include "core/parallel_for.hpp"
-#include "model/gemm.hpp"
+#include "device/cpu/gemm.hpp"
+#include "device/cpu/simd.hpp"
 #include "model/layers.hpp"
-#include "model/simd.hpp"
 
 namespace tz {
 namespace {

@@ -7,8 +7,8 @@
 
 #include "core/error.hpp"
 #include "core/parallel_for.hpp"
+#include "device/cpu/simd.hpp"
 #include "model/layers.hpp"
-#include "model/simd.hpp"
 
 namespace tz {
 namespace {

@@ -1,9 +1,9 @@
-// Linear layer out = inp W^T + b with W stored (OC, C). All three products are gemm (model/gemm.hpp):
+// Linear layer out = inp W^T + b with W stored (OC, C). All three products are gemm (device/cpu/gemm.hpp):
 //   forward   out (N, OC)  = inp (N, C) W^T + b       2 N C OC FLOPs (the bias is added as C is stored)
 //   backward  dinp (N, C)  = dout (N, OC) W (OC, C)   2 N C OC
 //             dW (OC, C)  += dout^T inp               2 N C OC (dbias, the column sums of dout, are
 //                                                     summed while dout^T is packed for this product)
-#include "model/gemm.hpp"
+#include "device/cpu/gemm.hpp"
 #include "model/layers.hpp"
 
 namespace tz {

@@ -6,10 +6,10 @@
 
 #include <cstddef>
 
+#include "device/cpu/sum_of_squares.hpp"
+
 namespace tz {
 
-double sum_of_squares(const float* x, std::size_t n);
-double sum_of_squares_ref(const float* x, std::size_t n);
 // max_norm <= 0 disables clipping (returns 1).
 float clip_scale(double global_norm, float max_norm);
 

@@ -306,7 +306,7 @@ StepCost predict_step(const ModelShape& model, const Topology& topo, const Parti
   const double o_elements = double(mem0.optim_bytes) / 12.0;
   const bool pipelined = options.boundary == BoundaryMode::pipelined;
   // The engine's non-finite check before the vote reads nothing on a steady step (the last update's
-  // bound proves its count 0: optim/adamw.hpp); only a first step or one after a restore reads the
+  // bound proves its count 0: device/cpu/adamw.hpp); only a first step or one after a restore reads the
   // state, and a steady step is what is priced.
   const double update_s = dev.memory_bandwidth_GBps > 0
                               ? o_elements * kAdamBytesPerElement / (dev.memory_bandwidth_GBps * 1e9)

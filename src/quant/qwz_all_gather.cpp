@@ -12,8 +12,8 @@
 #include <cstdint>
 
 #include "core/error.hpp"
+#include "device/cpu/block_quantize.hpp"
 #include "device/host_stream.hpp"
-#include "quant/block_quantize.hpp"
 #include "quant/collective_after.hpp"
 #include "quant/scratch_pool.hpp"
 

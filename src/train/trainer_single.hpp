@@ -14,9 +14,9 @@
 #include <vector>
 
 #include "data/batch_fn.hpp"
+#include "device/cpu/adamw.hpp"
+#include "device/decay_segment.hpp"
 #include "model/gpt.hpp"
-#include "optim/adamw.hpp"
-#include "optim/decay_segment.hpp"
 #include "optim/lr_schedule.hpp"
 
 namespace tz {

@@ -10,10 +10,10 @@
 #include <vector>
 
 #include "comm/algorithms.hpp"
-#include "comm/reduce.hpp"
 #include "comm/shared_arena.hpp"
 #include "core/bf16.hpp"
 #include "core/counter_rng.hpp"
+#include "device/cpu/reduce.hpp"
 #include "support/shared_arena_harness.hpp"
 
 namespace tz {

@@ -11,10 +11,10 @@
 #include <mutex>
 
 #include "comm/thread_world.hpp"
+#include "device/cpu/block_quantize.hpp"
 #include "engine_test_util.hpp"
 #include "plan/partition_plan.hpp"
 #include "plan/shard_layout.hpp"
-#include "quant/block_quantize.hpp"
 
 namespace tz {
 namespace {

@@ -6,9 +6,9 @@
 #include <cmath>
 #include <random>
 
+#include "device/cpu/adamw.hpp"
 #include "engine/decay_segments.hpp"
 #include "model/parameter_layout.hpp"
-#include "optim/adamw.hpp"
 
 namespace tz {
 namespace {

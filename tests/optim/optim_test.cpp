@@ -10,9 +10,9 @@
 #include <string>
 
 #include "core/parallel_for.hpp"
+#include "device/cpu/adamw.hpp"
 #include "engine/decay_segments.hpp"
 #include "model/parameter_layout.hpp"
-#include "optim/adamw.hpp"
 #include "optim/grad_clip.hpp"
 #include "optim/lr_schedule.hpp"
 

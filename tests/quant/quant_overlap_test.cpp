@@ -14,8 +14,8 @@
 
 #include "comm/thread_world.hpp"
 #include "core/error.hpp"
+#include "device/cpu/block_quantize.hpp"
 #include "device/host_stream.hpp"
-#include "quant/block_quantize.hpp"
 #include "quant/qgz_reduce_scatter.hpp"
 #include "quant/qwz_all_gather.hpp"
 #include "quant/run_collective.hpp"

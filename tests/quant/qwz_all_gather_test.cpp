@@ -13,7 +13,7 @@
 #include "comm/thread_world.hpp"
 #include "core/bf16.hpp"
 #include "core/error.hpp"
-#include "quant/block_quantize.hpp"
+#include "device/cpu/block_quantize.hpp"
 #include "quant_test_topologies.hpp"
 #include "tier_bytes.hpp"
 

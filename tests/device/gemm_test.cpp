@@ -3,7 +3,7 @@
 // row sums (under a tolerance on random inputs, bit for bit on small-integer inputs, where every order
 // of summation is exact); and the property the parity tests lean on: the result is bitwise the same
 // for any thread count; and op(B) from bf16 storage equals the product of its widened fp32 copy.
-#include "model/gemm.hpp"
+#include "device/cpu/gemm.hpp"
 
 #include <gtest/gtest.h>
 
@@ -16,7 +16,7 @@
 #include "core/bf16.hpp"
 #include "core/error.hpp"
 #include "model/kernel_threads.hpp"
-#include "test_util.hpp"
+#include "model/test_util.hpp"
 
 namespace tz {
 namespace {

@@ -15,7 +15,7 @@
 #pragma GCC optimize("fp-contract=off")
 #endif
 
-#include "quant/block_kernels.hpp"
+#include "device/cpu/block_kernels.hpp"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
@@ -26,7 +26,7 @@
 
 #include <algorithm>
 
-#include "quant/block_quantize.hpp"
+#include "device/cpu/block_quantize.hpp"
 
 #define TZ_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
 

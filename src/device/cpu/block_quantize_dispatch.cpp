@@ -5,8 +5,8 @@
 #include <atomic>
 
 #include "core/error.hpp"
-#include "quant/block_kernels.hpp"
-#include "quant/block_quantize.hpp"
+#include "device/cpu/block_kernels.hpp"
+#include "device/cpu/block_quantize.hpp"
 
 namespace tz {
 namespace {

@@ -2,7 +2,7 @@
 // each of the kc steps loads two vectors of the B panel and broadcasts 6 values of the A panel.
 #include <immintrin.h>
 
-#include "model/gemm_kernels.hpp"
+#include "device/cpu/gemm_kernels.hpp"
 
 namespace tz::gemm_detail {
 namespace {

@@ -9,7 +9,7 @@
 // Bytes: op(B) is read once and packed once; op(A) is read and packed once per NC block; C moves
 // ceil(K / KC) times. Every C element is summed by one task over the slices in order, so the result
 // is the same for any thread count. Scratch buffers are kept per thread across calls.
-#include "model/gemm.hpp"
+#include "device/cpu/gemm.hpp"
 
 #include <emmintrin.h>
 #include <xmmintrin.h>
@@ -25,7 +25,7 @@
 #include "core/cpu_features.hpp"
 #include "core/error.hpp"
 #include "core/parallel_for.hpp"
-#include "model/gemm_kernels.hpp"
+#include "device/cpu/gemm_kernels.hpp"
 
 namespace tz {
 namespace gemm_detail {

@@ -17,8 +17,8 @@
 #include <bit>
 #include <type_traits>
 
-#include "quant/block_kernels.hpp"
-#include "quant/block_quantize.hpp"
+#include "device/cpu/block_kernels.hpp"
+#include "device/cpu/block_quantize.hpp"
 
 namespace tz {
 namespace {

@@ -1,4 +1,4 @@
-#include "optim/adamw.hpp"
+#include "device/cpu/adamw.hpp"
 
 #include <immintrin.h>
 

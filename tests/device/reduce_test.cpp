@@ -1,6 +1,6 @@
 // The fast reduction loops against their plain references, bit for bit (including bf16 rounding,
 // NaN and infinities), and the transport-level pieces the algorithms rely on.
-#include "comm/reduce.hpp"
+#include "device/cpu/reduce.hpp"
 
 #include <gtest/gtest.h>
 

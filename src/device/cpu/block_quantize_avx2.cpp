@@ -22,14 +22,14 @@
 #pragma GCC optimize("fp-contract=off")
 #endif
 
-#include "quant/block_kernels.hpp"
+#include "device/cpu/block_kernels.hpp"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
 
 #include <algorithm>
 
-#include "quant/block_quantize.hpp"
+#include "device/cpu/block_quantize.hpp"
 
 #define TZ_QUANT_AVX2 __attribute__((target("avx2")))
 

@@ -1,5 +1,5 @@
 // Reference block quantizer and dequantizer: one element at a time, straight from the format rules
-// in quant/block_kernels.hpp. Every faster path is tested bitwise against these; quantize_ref and
+// in device/cpu/block_kernels.hpp. Every faster path is tested bitwise against these; quantize_ref and
 // its twins (block_quantize_dispatch.cpp) run this table.
 // Products are rounded to fp32 before they are added (no fused multiply-add, in every path).
 #if defined(__clang__)
@@ -11,8 +11,8 @@
 #include <algorithm>
 #include <cmath>
 
-#include "quant/block_kernels.hpp"
-#include "quant/block_quantize.hpp"
+#include "device/cpu/block_kernels.hpp"
+#include "device/cpu/block_quantize.hpp"
 
 namespace tz {
 namespace {

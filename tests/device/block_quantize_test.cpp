@@ -3,7 +3,7 @@
 // input; the NaN/inf policy and the wire format by hand on every ISA; the dispatcher (one
 // validation path, forcing an ISA, refusing one the CPU lacks). An ISA this CPU cannot run is
 // skipped with a message naming the features it lacks.
-#include "quant/block_quantize.hpp"
+#include "device/cpu/block_quantize.hpp"
 
 #include <gtest/gtest.h>
 

@@ -6,7 +6,7 @@
 // is bitwise the one of the full tile, at a third or two thirds of its work.
 #include <immintrin.h>
 
-#include "model/gemm_kernels.hpp"
+#include "device/cpu/gemm_kernels.hpp"
 
 namespace tz::gemm_detail {
 namespace {

@@ -3,7 +3,7 @@
 // widens to fp32 with shifts (no branches except the NaN check, which compiles to a blend). Each loop
 // is compiled twice, for the baseline ISA and (inlined into a function with a target attribute) for
 // AVX2, which is chosen at run time when the CPU has it.
-#include "comm/reduce.hpp"
+#include "device/cpu/reduce.hpp"
 
 #include <cstdint>
 #include <cstring>

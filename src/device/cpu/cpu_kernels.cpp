@@ -1,0 +1,93 @@
+// The cpu backend's kernels: each entry calls the CPU path on the host addresses the cpu backend's
+// device addresses are.
+#include "device/cpu/cpu_kernels.hpp"
+
+#include <algorithm>
+
+#include "core/bf16_convert.hpp"
+#include "core/error.hpp"
+#include "device/cpu/adamw.hpp"
+#include "device/cpu/block_quantize.hpp"
+#include "device/cpu/gemm.hpp"
+#include "device/cpu/reduce.hpp"
+#include "device/cpu/sum_of_squares.hpp"
+
+namespace tz {
+
+void CpuKernels::narrow_to_bf16(DevicePtr<bf16> out, DevicePtr<const float> in, std::size_t n) {
+  bf16_from_floats(out.address(), in.address(), n);
+}
+
+void CpuKernels::widen_from_bf16(DevicePtr<float> out, DevicePtr<const bf16> in, std::size_t n) {
+  floats_from_bf16(out.address(), in.address(), n);
+}
+
+void CpuKernels::reduce_add(DevicePtr<std::byte> out, DevicePtr<const std::byte> a,
+                            DevicePtr<const std::byte> b, std::size_t n, DType dtype) {
+  tz::reduce_add(out.address(), a.address(), b.address(), n, dtype);
+}
+
+void CpuKernels::accumulate(DevicePtr<float> acc, DevicePtr<const std::byte> x, std::size_t n, DType dtype) {
+  float* g = acc.address();
+  if (dtype == DType::f32) {
+    const float* v = reinterpret_cast<const float*>(x.address());
+    for (std::size_t i = 0; i < n; ++i) g[i] += v[i];
+  } else {
+    TZ_CHECK(dtype == DType::bf16, "accumulate of {}", dtype_name(dtype));
+    const bf16* v = reinterpret_cast<const bf16*>(x.address());
+    for (std::size_t i = 0; i < n; ++i) g[i] += to_float(v[i]);
+  }
+}
+
+void CpuKernels::narrow_and_clear(DevicePtr<bf16> out, DevicePtr<float> in, std::size_t n) {
+  // In pieces that stay in cache between the narrowing and the clearing.
+  constexpr std::size_t kPiece = 1 << 14;
+  bf16* o = out.address();
+  float* x = in.address();
+  for (std::size_t i = 0; i < n; i += kPiece) {
+    const std::size_t m = std::min(kPiece, n - i);
+    bf16_from_floats(o + i, x + i, m);
+    std::fill_n(x + i, m, 0.0f);
+  }
+}
+
+double CpuKernels::sum_of_squares(DevicePtr<const float> x, std::size_t n) {
+  return tz::sum_of_squares(x.address(), n);
+}
+
+AdamWStateBound CpuKernels::adamw_update(DevicePtr<float> params, DevicePtr<const float> grads,
+                                         DevicePtr<float> m, DevicePtr<float> v,
+                                         std::span<const DecaySegment> segments, std::size_t n, int step,
+                                         const AdamWParams& hp, float grad_scale) {
+  return tz::adamw_update(params.address(), grads.address(), m.address(), v.address(), segments, n, step, hp,
+                          grad_scale);
+}
+
+std::size_t CpuKernels::adamw_nonfinite_count(DevicePtr<const float> params, DevicePtr<const float> grads,
+                                              DevicePtr<const float> m, DevicePtr<const float> v,
+                                              std::span<const DecaySegment> segments, std::size_t n, int step,
+                                              const AdamWParams& hp, float grad_scale) {
+  return tz::adamw_nonfinite_count(params.address(), grads.address(), m.address(), v.address(), segments, n,
+                                   step, hp, grad_scale);
+}
+
+QuantStats CpuKernels::quantize(DevicePtr<std::uint8_t> q, DevicePtr<const std::byte> x, std::size_t count,
+                                DType dtype, const QuantOptions& opts) {
+  return tz::quantize(x.address(), dtype, count, q.address(), opts);
+}
+
+void CpuKernels::dequantize(DevicePtr<std::byte> y, DType dtype, DevicePtr<const std::uint8_t> q,
+                            std::size_t count, const QuantOptions& opts) {
+  tz::dequantize(q.address(), count, y.address(), dtype, opts);
+}
+
+void CpuKernels::dequantize_add(DevicePtr<float> acc, DevicePtr<const std::uint8_t> q, std::size_t count,
+                                const QuantOptions& opts) {
+  tz::dequantize_add(q.address(), count, acc.address(), opts);
+}
+
+void CpuKernels::gemm(const GemmArgs& args) {
+  tz::gemm(args);
+}
+
+}  // namespace tz

@@ -1,0 +1,101 @@
+#include "device/emulated_kernels.hpp"
+
+#include "core/error.hpp"
+
+namespace tz {
+namespace {
+
+// Elements a row-major matrix of `rows` x `cols` at leading dimension `ld` spans.
+std::size_t matrix_extent(int rows, int cols, int ld) {
+  if (rows <= 0 || cols <= 0) return 0;
+  return static_cast<std::size_t>(rows - 1) * static_cast<std::size_t>(ld) + static_cast<std::size_t>(cols);
+}
+
+}  // namespace
+
+template <typename T>
+T* EmulatedKernels::host(T* p, std::size_t count) const {
+  if (count == 0) return p;  // nothing is read or written: any address (null included) will do
+  using Byte = std::conditional_t<std::is_const_v<T>, const void, void>;
+  return static_cast<T*>(memory_.host_address(static_cast<Byte*>(p), count * sizeof(T)));
+}
+
+template <typename T>
+DevicePtr<T> EmulatedKernels::host(DevicePtr<T> p, std::size_t count) const {
+  return {nullptr, host(p.address(), count)};
+}
+
+void EmulatedKernels::narrow_to_bf16(DevicePtr<bf16> out, DevicePtr<const float> in, std::size_t n) {
+  cpu_.narrow_to_bf16(host(out, n), host(in, n), n);
+}
+
+void EmulatedKernels::widen_from_bf16(DevicePtr<float> out, DevicePtr<const bf16> in, std::size_t n) {
+  cpu_.widen_from_bf16(host(out, n), host(in, n), n);
+}
+
+void EmulatedKernels::reduce_add(DevicePtr<std::byte> out, DevicePtr<const std::byte> a,
+                                 DevicePtr<const std::byte> b, std::size_t n, DType dtype) {
+  const std::size_t bytes = n * dtype_bytes(dtype);
+  cpu_.reduce_add(host(out, bytes), host(a, bytes), host(b, bytes), n, dtype);
+}
+
+void EmulatedKernels::accumulate(DevicePtr<float> acc, DevicePtr<const std::byte> x, std::size_t n,
+                                 DType dtype) {
+  cpu_.accumulate(host(acc, n), host(x, n * dtype_bytes(dtype)), n, dtype);
+}
+
+void EmulatedKernels::narrow_and_clear(DevicePtr<bf16> out, DevicePtr<float> in, std::size_t n) {
+  cpu_.narrow_and_clear(host(out, n), host(in, n), n);
+}
+
+double EmulatedKernels::sum_of_squares(DevicePtr<const float> x, std::size_t n) {
+  return cpu_.sum_of_squares(host(x, n), n);
+}
+
+AdamWStateBound EmulatedKernels::adamw_update(DevicePtr<float> params, DevicePtr<const float> grads,
+                                              DevicePtr<float> m, DevicePtr<float> v,
+                                              std::span<const DecaySegment> segments, std::size_t n, int step,
+                                              const AdamWParams& hp, float grad_scale) {
+  return cpu_.adamw_update(host(params, n), host(grads, n), host(m, n), host(v, n), segments, n, step, hp,
+                           grad_scale);
+}
+
+std::size_t EmulatedKernels::adamw_nonfinite_count(DevicePtr<const float> params,
+                                                   DevicePtr<const float> grads, DevicePtr<const float> m,
+                                                   DevicePtr<const float> v,
+                                                   std::span<const DecaySegment> segments, std::size_t n,
+                                                   int step, const AdamWParams& hp, float grad_scale) {
+  return cpu_.adamw_nonfinite_count(host(params, n), host(grads, n), host(m, n), host(v, n), segments, n,
+                                    step, hp, grad_scale);
+}
+
+QuantStats EmulatedKernels::quantize(DevicePtr<std::uint8_t> q, DevicePtr<const std::byte> x,
+                                     std::size_t count, DType dtype, const QuantOptions& opts) {
+  return cpu_.quantize(host(q, quantized_bytes(count, opts)), host(x, count * dtype_bytes(dtype)), count,
+                       dtype, opts);
+}
+
+void EmulatedKernels::dequantize(DevicePtr<std::byte> y, DType dtype, DevicePtr<const std::uint8_t> q,
+                                 std::size_t count, const QuantOptions& opts) {
+  cpu_.dequantize(host(y, count * dtype_bytes(dtype)), dtype, host(q, quantized_bytes(count, opts)), count,
+                  opts);
+}
+
+void EmulatedKernels::dequantize_add(DevicePtr<float> acc, DevicePtr<const std::uint8_t> q, std::size_t count,
+                                     const QuantOptions& opts) {
+  cpu_.dequantize_add(host(acc, count), host(q, quantized_bytes(count, opts)), count, opts);
+}
+
+void EmulatedKernels::gemm(const GemmArgs& g) {
+  GemmArgs h = g;
+  h.A = host(g.A, g.trans_a ? matrix_extent(g.K, g.M, g.lda) : matrix_extent(g.M, g.K, g.lda));
+  const std::size_t b = g.trans_b ? matrix_extent(g.N, g.K, g.ldb) : matrix_extent(g.K, g.N, g.ldb);
+  if (g.B) h.B = host(g.B, b);
+  if (g.B16) h.B16 = host(g.B16, b);
+  h.C = host(g.C, matrix_extent(g.M, g.N, g.ldc));
+  if (g.bias) h.bias = host(g.bias, static_cast<std::size_t>(g.N));
+  if (g.a_row_sums) h.a_row_sums = host(g.a_row_sums, static_cast<std::size_t>(g.M));
+  cpu_.gemm(h);
+}
+
+}  // namespace tz
