@@ -96,11 +96,14 @@ SaveResult save_checkpoint(Communicator& world, const ShardedEngine& engine, con
           "directory",
           tmp);
     OutFile out((fs::path(tmp) / rank_file_name(rank)).string());
+    std::vector<float> piece;
     for (std::size_t k = 0; k < mine.pieces.size(); ++k) {
       if (k == mine.pieces.size() / 2) maybe_kill(options, "write", rank, step);
       const PlannedPiece& p = mine.pieces[k];
       const ShardSpan o = engine.optim_span(p.range);
-      const float* src = engine.optim_values(p.which, p.range).data() + (p.range_offset - o.offset);
+      piece.resize(p.numel);  // the piece's values, copied from the engine's device memory
+      engine.read_optim_values(p.which, p.range, p.range_offset - o.offset, p.numel, piece.data());
+      const float* src = piece.data();
       if (std::size_t bad = first_nonfinite(src, p.numel); bad < p.numel)
         throw TrainingError(fmt::format(
             "checkpoint {} not saved: tensor '{}' ({}) element {} is {}: a diverged state is never saved",

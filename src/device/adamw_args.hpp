@@ -21,4 +21,13 @@ struct AdamWStateBound {
   void merge(const AdamWStateBound& o);
 };
 
+// True when an AdamW update (any backend's: the arithmetic is fixed) cannot leave any element non-finite, for
+// a finite state within `state` and gradients with |grads[i]| <= max_abs_grad: adamw_nonfinite_count is then
+// 0 without reading the state. A bound on each intermediate (|g|, |m|, v, the step) stays far below FLT_MAX;
+// false when it does not, or eps <= 0 (a zero denominator), or a hyper-parameter is out of range or not
+// finite. The engine's state bound comes from its last update, so it skips the counting pass on a normal
+// step.
+bool adamw_update_stays_finite(const AdamWStateBound& state, double max_abs_grad, int step,
+                               const AdamWParams& hp, float grad_scale = 1.0f);
+
 }  // namespace tz

@@ -37,6 +37,13 @@ class DevicePtr {
   T* address_ = nullptr;
 };
 
+// The same device address viewed as another element type (as reinterpret_cast does for pointers):
+// a byte buffer holding bf16 or f32 elements, a float buffer handed to a dtype-generic kernel.
+template <typename U, typename T>
+DevicePtr<U> device_cast(DevicePtr<T> p) {
+  return {p.backend(), reinterpret_cast<U*>(p.address())};
+}
+
 template <typename T>
 class DeviceBuffer {
  public:

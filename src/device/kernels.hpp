@@ -64,14 +64,14 @@ class Kernels {
   virtual void gemm(const GemmArgs& args) = 0;
 };
 
-// Views of a typed device pointer as bytes (the dtype-generic kernels take these).
+// A typed device pointer as bytes (the dtype-generic kernels take these).
 template <typename T>
 DevicePtr<std::byte> as_bytes(DevicePtr<T> p) {
-  return {p.backend(), reinterpret_cast<std::byte*>(p.address())};
+  return device_cast<std::byte>(p);
 }
 template <typename T>
 DevicePtr<const std::byte> as_bytes(DevicePtr<const T> p) {
-  return {p.backend(), reinterpret_cast<const std::byte*>(p.address())};
+  return device_cast<const std::byte>(p);
 }
 
 }  // namespace tz

@@ -2,9 +2,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <utility>
 
-#include "core/bf16.hpp"
-#include "core/bf16_convert.hpp"
 #include "core/error.hpp"
 #include "core/timing.hpp"
 #include "device/host_stream.hpp"
@@ -16,8 +15,6 @@ namespace {
 // Gradient slots alive at once: the embedding's (held through the whole backward), the one being
 // computed, and reductions in flight.
 constexpr std::size_t kMaxGradSlots = 4;
-// Floats narrowed and then cleared at a time (16 KiB: stays in L1 between the two).
-constexpr std::size_t kClearPiece = 4096;
 
 }  // namespace
 
@@ -41,13 +38,13 @@ EngineParamSource::EngineParamSource(ShardedState& state, const ParameterLayout&
     backward_.push_back(
         {backward_order[j], gathers && j >= reused_in_backward, (((nF - 1 - j) % K) + K) % K});
   if (gathers) {
-    for (int k = 0; k < K; ++k) ring_.emplace_back(dtype_, layout_.max_padded_numel());
+    for (int k = 0; k < K; ++k) ring_.emplace_back(state.backend(), dtype_, layout_.max_padded_numel());
     ring_work_.resize(K);
     ring_stats_.resize(K);
   }
   TZ_CHECK(dtype_ == DType::f32 || dtype_ == DType::bf16, "compute dtype {}", dtype_name(dtype_));
   if (dtype_ == DType::bf16) {
-    compute_.resize(layout_.max_padded_numel());
+    compute_ = DeviceBuffer<float>(state.backend(), layout_.max_padded_numel());
     // The runs of each range the model reads in fp32: its tensors other than weight matrices, with
     // neighbours merged.
     fp32_runs_.resize(params.num_ranges());
@@ -102,8 +99,8 @@ void EngineParamSource::issue_gather(int pos) {
       in_backward_ ? CollectivePurpose::weight_gather_bwd : CollectivePurpose::weight_gather_fwd;
   // The forward reads W_fwd: only once the previous step's refresh of this range has written it.
   const Work after = !in_backward_ && weights_ready_ ? (*weights_ready_)[r] : Work();
-  ring_work_[a.buffer] = issuer_.issue(purpose, r, src.at(state_.local(s, r)), ring_[a.buffer].at(0),
-                                       &ring_stats_[a.buffer], after);
+  ring_work_[a.buffer] = issuer_.issue(purpose, r, src.at(state_.local(s, r)).address(),
+                                       ring_[a.buffer].at(0).address(), &ring_stats_[a.buffer], after);
 }
 
 void EngineParamSource::wait_refresh(int range) {
@@ -131,7 +128,7 @@ AcquiredParams EngineParamSource::acquire_params(int range) {
            in_backward_ ? "backward" : "forward");
   const Acquisition& a = pass[cursor_];
   TZ_CHECK_EQ(a.range, range);
-  const std::byte* src = nullptr;
+  DevicePtr<const std::byte> src;
   if (!ring_.empty()) {
     const std::size_t last = std::min(pass.size(), cursor_ + 1 + depth_);
     for (issued_ = std::max(issued_, cursor_); issued_ < last; ++issued_)
@@ -141,20 +138,20 @@ AcquiredParams EngineParamSource::acquire_params(int range) {
     if (!in_backward_ && layout_.plan().has_secondary_weights()) {
       // hpZ: keep this rank's secondary shard of the weights just gathered.
       const ShardSpan sp = state_.span(ModelState::w_bwd, range);
-      std::copy_n(src + sp.offset * dtype_bytes(dtype_), sp.numel * dtype_bytes(dtype_),
-                  state_.w_bwd().at(state_.local(ModelState::w_bwd, range)));
+      copy_on_device(state_.w_bwd().at(state_.local(ModelState::w_bwd, range)),
+                     src + sp.offset * dtype_bytes(dtype_), sp.numel * dtype_bytes(dtype_));
     }
   } else {
     wait_refresh(range);
     src = state_.w_fwd().at(state_.local(ModelState::w_fwd, range));  // replicated: the whole range
   }
   ++cursor_;
-  if (dtype_ == DType::f32) return {reinterpret_cast<const float*>(src)};
+  if (dtype_ == DType::f32) return {device_cast<const float>(src).address()};
   // bf16: the model reads the weight matrices from the gathered range itself; widen the rest.
-  const auto* h = reinterpret_cast<const bf16*>(src);
+  const DevicePtr<const bf16> h = device_cast<const bf16>(src);
   for (const Run& run : fp32_runs_[range])
-    floats_from_bf16(compute_.data() + run.offset, h + run.offset, run.numel);
-  return {compute_.data(), h};
+    kernels().widen_from_bf16(compute_.at(run.offset), h + run.offset, run.numel);
+  return {compute_.data().address(), h.address()};
 }
 
 void EngineParamSource::release_params(int range) {
@@ -168,12 +165,13 @@ EngineParamSource::GradSlot& EngineParamSource::free_slot() {
     if (s->range < 0) return *s;
   if (slots_.size() < kMaxGradSlots) {
     auto slot = std::make_unique<GradSlot>();
-    slot->full.resize(layout_.max_padded_numel());
+    slot->full = DeviceBuffer<float>(state_.backend(), layout_.max_padded_numel());
     std::size_t max_shard = 0;
     for (int r = 0; r < layout_.num_ranges(); ++r)
       max_shard = std::max(max_shard, layout_.shard_numel(ModelState::grad, r));
-    if (dtype_ != DType::f32 && !qgz_) slot->send = WeightBuffer(dtype_, layout_.max_padded_numel());
-    slot->shard = WeightBuffer(qgz_ ? DType::f32 : dtype_, max_shard);
+    if (dtype_ != DType::f32 && !qgz_)
+      slot->send = WeightBuffer(state_.backend(), dtype_, layout_.max_padded_numel());
+    slot->shard = WeightBuffer(state_.backend(), qgz_ ? DType::f32 : dtype_, max_shard);
     slots_.push_back(std::move(slot));
     return *slots_.back();
   }
@@ -186,15 +184,15 @@ EngineParamSource::GradSlot& EngineParamSource::free_slot() {
 
 float* EngineParamSource::grad_buffer(int range) {
   if (layout_.shard_count(ModelState::grad) == 1)
-    return state_.grad().data() + state_.local(ModelState::grad, range);  // replicated G: in place
+    return state_.grad().at(state_.local(ModelState::grad, range)).address();  // replicated G: in place
   for (auto& s : slots_)
-    if (s->range == range && !s->in_flight) return s->full.data();
+    if (s->range == range && !s->in_flight) return s->full.data().address();
   GradSlot& slot = free_slot();
   slot.range = range;
   const std::size_t n = layout_.padded_numel(range);
-  std::fill_n(slot.full.begin(), std::min(slot.dirty_numel, n), 0.0f);
+  state_.backend().fill_bytes(slot.full.data().address(), 0, std::min(slot.dirty_numel, n) * sizeof(float));
   slot.dirty_numel = std::max(slot.dirty_numel, n);  // a larger range before may have left more
-  return slot.full.data();
+  return slot.full.data().address();
 }
 
 void EngineParamSource::grads_ready(int range) {
@@ -202,7 +200,7 @@ void EngineParamSource::grads_ready(int range) {
       poison_ && params_.range(range).numel > 0 && (poison_range_ < 0 || poison_range_ == range);
   if (poison) poison_ = false;
   if (layout_.shard_count(ModelState::grad) == 1) {  // replicated G, accumulated in place: final now
-    if (poison) state_.grad()[state_.local(ModelState::grad, range)] = poison_value_;
+    if (poison) upload(state_.grad().at(state_.local(ModelState::grad, range)), &poison_value_, 1);
     if (last_) on_grad_final_(range, Work());
     return;
   }
@@ -210,44 +208,30 @@ void EngineParamSource::grads_ready(int range) {
   for (auto& s : slots_)
     if (s->range == range && !s->in_flight) slot = s.get();
   TZ_CHECK(slot != nullptr, "grads_ready for range {} without its grad_buffer", range);
-  if (poison) slot->full[0] = poison_value_;
-  const void* send = slot->full.data();
+  if (poison) upload(slot->full.data(), &poison_value_, 1);
+  const void* send = slot->full.data().address();
   if (!qgz_ &&
       dtype_ != DType::f32) {  // qgZ quantizes the fp32 gradient; else it travels in the compute dtype
     // Narrow, and clear the fp32 buffer for its next range while each piece is still in cache (one
     // pass over it instead of a second one in grad_buffer).
-    auto* out = reinterpret_cast<bf16*>(slot->send.at(0));
     const std::size_t n = layout_.padded_numel(range);
-    for (std::size_t i = 0; i < n; i += kClearPiece) {
-      const std::size_t m = std::min(kClearPiece, n - i);
-      bf16_from_floats(out + i, slot->full.data() + i, m);
-      std::fill_n(slot->full.data() + i, m, 0.0f);
-    }
+    kernels().narrow_and_clear(device_cast<bf16>(slot->send.at(0)), slot->full.data(), n);
     // Only a buffer whose last use never reached here (a backward that threw) can hold more.
     if (slot->dirty_numel > n)
-      std::fill(slot->full.begin() + n, slot->full.begin() + slot->dirty_numel, 0.0f);
+      state_.backend().fill_bytes(slot->full.at(n).address(), 0, (slot->dirty_numel - n) * sizeof(float));
     slot->dirty_numel = 0;
-    send = slot->send.at(0);
+    send = slot->send.at(0).address();
   }
   const Work reduced =
-      issuer_.issue(CollectivePurpose::grad_reduce, range, send, slot->shard.at(0), &slot->stats);
+      issuer_.issue(CollectivePurpose::grad_reduce, range, send, slot->shard.at(0).address(), &slot->stats);
   // Add the reduced shard into the fp32 G shard on the gradient host stream, behind the reduction.
   const std::size_t count = state_.span(ModelState::grad, range).numel;
-  float* g = state_.grad().data() + state_.local(ModelState::grad, range);
-  const std::byte* shard = slot->shard.at(0);
+  const DevicePtr<float> g = state_.grad().at(state_.local(ModelState::grad, range));
+  const DevicePtr<const std::byte> shard = std::as_const(slot->shard).at(0);
   const DType shard_dtype = slot->shard.dtype();
+  Kernels* k = &kernels();
   slot->work = host_stream(HostLane::gradients)
-                   .enqueue(
-                       [=] {
-                         if (shard_dtype == DType::f32) {
-                           const auto* x = reinterpret_cast<const float*>(shard);
-                           for (std::size_t i = 0; i < count; ++i) g[i] += x[i];
-                         } else {
-                           const auto* x = reinterpret_cast<const bf16*>(shard);
-                           for (std::size_t i = 0; i < count; ++i) g[i] += to_float(x[i]);
-                         }
-                       },
-                       {reduced});
+                   .enqueue([=] { k->accumulate(g, shard, count, shard_dtype); }, {reduced});
   slot->in_flight = true;
   in_flight_.push_back(slot);
   if (last_) on_grad_final_(range, slot->work);
@@ -272,14 +256,14 @@ void EngineParamSource::finish_backward() {
 }
 
 std::size_t EngineParamSource::gather_buffer_bytes() const {
-  std::size_t b = compute_.size() * sizeof(float);
+  std::size_t b = compute_.bytes();
   for (const auto& w : ring_) b += w.bytes();
   return b;
 }
 
 std::size_t EngineParamSource::grad_buffer_bytes() const {
   std::size_t b = 0;
-  for (const auto& s : slots_) b += s->full.size() * sizeof(float) + s->send.bytes() + s->shard.bytes();
+  for (const auto& s : slots_) b += s->full.bytes() + s->send.bytes() + s->shard.bytes();
   return b;
 }
 

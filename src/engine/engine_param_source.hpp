@@ -36,6 +36,7 @@
 
 #include "comm/mesh.hpp"
 #include "core/quant_format.hpp"
+#include "device/kernels.hpp"
 #include "engine/collective_issuer.hpp"
 #include "engine/sharded_state.hpp"
 #include "model/param_source.hpp"
@@ -90,7 +91,7 @@ class EngineParamSource final : public ParamSource {
   };
   struct GradSlot {
     int range = -1;
-    std::vector<float> full;      // (padded range) fp32, what the model accumulates into
+    DeviceBuffer<float> full;     // (padded range) fp32, what the model accumulates into
     std::size_t dirty_numel = 0;  // full[i] is 0 for every i >= dirty_numel
     WeightBuffer send;            // compute-dtype copy sent in bf16 mode
     WeightBuffer shard;           // compute-dtype (or fp32 for qgZ) reduced shard
@@ -104,6 +105,7 @@ class EngineParamSource final : public ParamSource {
   void wait_refresh(int range);
   GradSlot& free_slot();
   void complete(GradSlot& slot);
+  Kernels& kernels() { return state_.backend().kernels(); }
 
   ShardedState& state_;
   const ShardLayout& layout_;
@@ -129,7 +131,7 @@ class EngineParamSource final : public ParamSource {
   struct Run {
     std::size_t offset = 0, numel = 0;  // within a range, elements
   };
-  std::vector<float> compute_;  // fp32 copy of the acquired range's non-matrix tensors (bf16 mode)
+  DeviceBuffer<float> compute_;  // fp32 copy of the acquired range's non-matrix tensors (bf16 mode)
   std::vector<std::vector<Run>> fp32_runs_;  // per range: what compute_ holds (bf16 mode)
   std::vector<std::unique_ptr<GradSlot>> slots_;
   std::deque<GradSlot*> in_flight_;

@@ -36,7 +36,8 @@ ShardedEngine::ShardedEngine(Mesh& mesh, const GptConfig& config, const Partitio
   const AcquisitionOrder order{forward_acquire_order(config), backward_acquire_order(config),
                                grads_ready_order(config)};
   schedule_ = std::make_unique<StepSchedule>(*layout_, order);
-  state_ = std::make_unique<ShardedState>(*layout_, model_.layout(), mesh.world().rank(), options.seed);
+  Backend& dev = backend(options.device);
+  state_ = std::make_unique<ShardedState>(dev, *layout_, model_.layout(), mesh.world().rank(), options.seed);
   issuer_ = std::make_unique<CollectiveIssuer>(mesh, *layout_);
   issuer_->set_tracing(options.trace_collectives);
   source_ = std::make_unique<EngineParamSource>(
@@ -44,8 +45,8 @@ ShardedEngine::ShardedEngine(Mesh& mesh, const GptConfig& config, const Partitio
       [this](int range, const Work& ready) { start_boundary_reduce(range, ready); });
   if (layout_->boundary_reduce_tiers() != 0 ||
       layout_->domain(ModelState::grad) != layout_->domain(ModelState::optim))
-    o_grad_.assign(layout_->state_shard_numel(ModelState::optim), 0.0f);
-  refresh_ = WeightBuffer(state_->compute_dtype(), layout_->state_shard_numel(ModelState::optim));
+    o_grad_ = DeviceBuffer<float>(dev, layout_->state_shard_numel(ModelState::optim));
+  refresh_ = WeightBuffer(dev, state_->compute_dtype(), layout_->state_shard_numel(ModelState::optim));
   boundary_work_.resize(layout_->num_ranges());
   refresh_work_.resize(layout_->num_ranges());
   inputs_.resize(static_cast<std::size_t>(model_.batch()) * model_.seq());
@@ -75,10 +76,9 @@ void ShardedEngine::settle() {
   for (Work& w : refresh_work_) w.wait();
 }
 
-float* ShardedEngine::o_grad(int range) {
+DevicePtr<float> ShardedEngine::o_grad(int range) {
   // When G and O share a domain they share a layout: the G shard is the O-shard gradient.
-  float* base = o_grad_.empty() ? state_->grad().data() : o_grad_.data();
-  return base + state_->local(ModelState::optim, range);
+  return (o_grad_.empty() ? state_->grad() : o_grad_).at(state_->local(ModelState::optim, range));
 }
 
 void ShardedEngine::start_boundary_reduce(int r, const Work& ready) {
@@ -86,9 +86,10 @@ void ShardedEngine::start_boundary_reduce(int r, const Work& ready) {
   Work w = ready;
   if (!o_grad_.empty())
     w = issuer_->issue(CollectivePurpose::grad_boundary_reduce, r,
-                       S.grad().data() + S.local(ModelState::grad, r), o_grad(r), nullptr, w);
+                       S.grad().at(S.local(ModelState::grad, r)).address(), o_grad(r).address(), nullptr, w);
   if (mesh_.topology().group_size(layout_->replica_tiers()) > 1)
-    w = issuer_->issue(CollectivePurpose::grad_replica_reduce, r, o_grad(r), o_grad(r), nullptr, w);
+    w = issuer_->issue(CollectivePurpose::grad_replica_reduce, r, o_grad(r).address(), o_grad(r).address(),
+                       nullptr, w);
   boundary_work_[r] = w;
 }
 
@@ -193,7 +194,7 @@ void ShardedEngine::boundary(EngineStep& out, std::size_t quant_blocks) {
   for (int r = 0; r < R; ++r) {
     boundary_work_[r].wait();
     boundary_work_[r] = Work();
-    range_sumsq[r] = sum_of_squares(o_grad(r), S.span(ModelState::optim, r).numel);
+    range_sumsq[r] = kernels().sum_of_squares(o_grad(r), S.span(ModelState::optim, r).numel);
   }
   double sumsq = 0;
   for (double x : range_sumsq) sumsq += x;
@@ -212,7 +213,8 @@ void ShardedEngine::boundary(EngineStep& out, std::size_t quant_blocks) {
   if (step_ == options_.inject_nan_optim_step && mesh_.world().rank() == options_.inject_nan_optim_rank)
     for (int r = 0; r < R; ++r)
       if (S.span(ModelState::optim, r).valid_numel > 0) {
-        S.adam_m()[S.local(ModelState::optim, r)] = std::numeric_limits<float>::quiet_NaN();
+        const float nan = std::numeric_limits<float>::quiet_NaN();
+        upload(S.adam_m().at(S.local(ModelState::optim, r)), &nan, 1);
         optim_bound_.reset();
         break;
       }
@@ -234,8 +236,8 @@ void ShardedEngine::boundary(EngineStep& out, std::size_t quant_blocks) {
       if (o.valid_numel == 0) continue;
       const std::size_t at = S.local(ModelState::optim, r);
       vote[3] += static_cast<double>(
-          adamw_nonfinite_count(S.master().data() + at, o_grad(r), S.adam_m().data() + at,
-                                S.adam_v().data() + at, segments_of(r), o.valid_numel, adam_step, hp, clip));
+          kernels().adamw_nonfinite_count(S.master().at(at), o_grad(r), S.adam_m().at(at), S.adam_v().at(at),
+                                          segments_of(r), o.valid_numel, adam_step, hp, clip));
     }
   issuer_->issue(CollectivePurpose::nonfinite_flag, -1, vote.data(), vote.data()).wait();
   out.nonfinite = {.loss_ranks = static_cast<std::uint64_t>(vote[0]),
@@ -252,27 +254,27 @@ void ShardedEngine::boundary(EngineStep& out, std::size_t quant_blocks) {
       const ShardSpan o = S.span(ModelState::optim, r), w = S.span(ModelState::w_fwd, r);
       const std::size_t at = S.local(ModelState::optim, r);
       if (o.valid_numel > 0)
-        bound.merge(adamw_update(S.master().data() + at, o_grad(r), S.adam_m().data() + at,
-                                 S.adam_v().data() + at, segments_of(r), o.valid_numel, adam_step, hp, clip));
+        bound.merge(kernels().adamw_update(S.master().at(at), o_grad(r), S.adam_m().at(at), S.adam_v().at(at),
+                                           segments_of(r), o.valid_numel, adam_step, hp, clip));
       // Refresh W from the new master weights at once: gather over (tW, tO] (left in flight for the
       // next forward), or slice when W is no coarser than O.
       refresh_work_[r].wait();  // the previous refresh read this range's buffer (long done)
-      to_compute_dtype(refresh_.at(at), dtype, S.master().data() + at, o.numel);
-      std::byte* dst = S.w_fwd().at(S.local(ModelState::w_fwd, r));
-      const std::byte* src = refresh_.at(at);
+      to_compute_dtype(refresh_.at(at), dtype, S.master().at(at), o.numel);
+      const DevicePtr<std::byte> dst = S.w_fwd().at(S.local(ModelState::w_fwd, r));
+      const DevicePtr<const std::byte> src = refresh_.at(at);
       if (gathered) {
-        refresh_work_[r] = issuer_->issue(CollectivePurpose::weight_refresh, r, src, dst);
+        refresh_work_[r] = issuer_->issue(CollectivePurpose::weight_refresh, r, src.address(), dst.address());
       } else {
         TZ_CHECK(w.offset >= o.offset && w.offset + w.numel <= o.offset + o.numel,
                  "W shard of range {} outside its O shard", r);
-        std::copy_n(src + (w.offset - o.offset) * dtype_bytes(dtype), w.numel * dtype_bytes(dtype), dst);
+        copy_on_device(dst, src + (w.offset - o.offset) * dtype_bytes(dtype), w.numel * dtype_bytes(dtype));
       }
     }
     optim_bound_ = bound;
   } else {
     ++skipped_;
   }
-  std::fill(S.grad().begin(), S.grad().end(), 0.0f);
+  S.backend().fill_bytes(S.grad().data().address(), 0, S.grad().bytes());
 
   loss_work_.wait();
   out.loss = static_cast<float>(loss_sum_ / mesh_.world().size());
@@ -300,31 +302,35 @@ EngineMemory ShardedEngine::allocated_memory() const {
   m.optim = state_->optim_bytes();
   m.gather_buffers = source_->gather_buffer_bytes();
   m.grad_buffers = source_->grad_buffer_bytes();
-  m.boundary_buffers = o_grad_.size() * sizeof(float) + refresh_.bytes();
+  m.boundary_buffers = o_grad_.bytes() + refresh_.bytes();
   m.activations = model_.activation_floats() * sizeof(float);
   return m;
 }
 
 std::vector<float> ShardedEngine::gather_master_params() {
   const ShardLayout& L = *layout_;
-  std::vector<float> padded(L.max_padded_numel()), flat(params().total_numel());
+  DeviceBuffer<float> padded(state_->backend(), L.max_padded_numel());
+  std::vector<float> flat(params().total_numel());
   for (int r = 0; r < L.num_ranges(); ++r) {
     const ShardSpan sp = state_->span(ModelState::optim, r);
     mesh_
         .all_gather(L.domain(ModelState::optim),
-                    state_->master().data() + state_->local(ModelState::optim, r), padded.data(), sp.numel,
-                    DType::f32)
+                    state_->master().at(state_->local(ModelState::optim, r)).address(),
+                    padded.data().address(), sp.numel, DType::f32)
         .wait();
-    std::copy_n(padded.data(), params().range(r).numel, flat.data() + params().range(r).offset);
+    download(flat.data() + params().range(r).offset, padded.data(), params().range(r).numel);
   }
   return flat;
 }
 
-std::span<const float> ShardedEngine::optim_values(OptimValue which, int range) const {
-  const std::vector<float>& buf = which == OptimValue::master   ? state_->master()
-                                  : which == OptimValue::adam_m ? state_->adam_m()
-                                                                : state_->adam_v();
-  return {buf.data() + state_->local(ModelState::optim, range), optim_span(range).valid_numel};
+void ShardedEngine::read_optim_values(OptimValue which, int range, std::size_t offset, std::size_t n,
+                                      float* out) const {
+  TZ_CHECK(offset + n <= optim_span(range).valid_numel, "O values {}..{} of range {} with {}", offset,
+           offset + n, range, optim_span(range).valid_numel);
+  const DeviceBuffer<float>& buf = which == OptimValue::master   ? state_->master()
+                                   : which == OptimValue::adam_m ? state_->adam_m()
+                                                                 : state_->adam_v();
+  download(out, buf.at(state_->local(ModelState::optim, range) + offset), n);
 }
 
 void ShardedEngine::restore(int steps_done, int skipped_steps, const StateReader& read) {
@@ -335,42 +341,45 @@ void ShardedEngine::restore(int steps_done, int skipped_steps, const StateReader
   const DType dtype = S.compute_dtype();
   constexpr std::size_t kChunk = std::size_t{1} << 18;  // elements converted at a time: bounded memory
   std::vector<float> tmp;
-  // A weight shard: the compute-dtype rounding of the master weights it covers, taken from this rank's
-  // restored O shard when it lies inside it, else read.
-  auto fill_weights = [&](ModelState s, WeightBuffer& buf, int r) {
-    const ShardSpan w = S.span(s, r), o = S.span(ModelState::optim, r);
-    std::byte* dst = buf.at(S.local(s, r));
-    std::fill(dst, dst + w.numel * dtype_bytes(dtype), std::byte{0});
-    const bool inside = w.offset >= o.offset && w.offset + w.valid_numel <= o.offset + o.valid_numel;
-    for (std::size_t at = 0; at < w.valid_numel; at += kChunk) {
-      const std::size_t n = std::min(kChunk, w.valid_numel - at);
-      const float* src;
-      if (inside) {
-        src = S.master().data() + S.local(ModelState::optim, r) + (w.offset - o.offset) + at;
-      } else {
-        tmp.resize(n);
-        read(OptimValue::master, r, w.offset + at, n, tmp.data());
-        src = tmp.data();
-      }
-      to_compute_dtype(dst + at * dtype_bytes(dtype), dtype, src, n);
-    }
-  };
+  DeviceBuffer<float> staged(S.backend(), kChunk);
+  // The O shard (master, m, v): read on the host, uploaded; padding zero.
   for (int r = 0; r < layout_->num_ranges(); ++r) {
     const ShardSpan o = S.span(ModelState::optim, r);
     const std::size_t at = S.local(ModelState::optim, r);
     for (auto [which, buf] : {std::pair{OptimValue::master, &S.master()},
                               {OptimValue::adam_m, &S.adam_m()},
                               {OptimValue::adam_v, &S.adam_v()}}) {
-      std::fill(buf->begin() + at, buf->begin() + at + o.numel, 0.0f);
-      if (o.valid_numel > 0) read(which, r, o.offset, o.valid_numel, buf->data() + at);
+      tmp.assign(o.numel, 0.0f);
+      if (o.valid_numel > 0) read(which, r, o.offset, o.valid_numel, tmp.data());
+      upload(buf->at(at), tmp.data(), o.numel);
     }
   }
+  // A weight shard: the compute-dtype rounding of the master weights it covers, taken from this rank's
+  // restored O shard when it lies inside it, else read.
+  auto fill_weights = [&](ModelState s, WeightBuffer& buf, int r) {
+    const ShardSpan w = S.span(s, r), o = S.span(ModelState::optim, r);
+    const DevicePtr<std::byte> dst = buf.at(S.local(s, r));
+    S.backend().fill_bytes(dst.address(), 0, w.numel * dtype_bytes(dtype));
+    const bool inside = w.offset >= o.offset && w.offset + w.valid_numel <= o.offset + o.valid_numel;
+    for (std::size_t at = 0; at < w.valid_numel; at += kChunk) {
+      const std::size_t n = std::min(kChunk, w.valid_numel - at);
+      DevicePtr<const float> src = staged.data();
+      if (inside) {
+        src = S.master().at(S.local(ModelState::optim, r) + (w.offset - o.offset) + at);
+      } else {
+        tmp.resize(n);
+        read(OptimValue::master, r, w.offset + at, n, tmp.data());
+        upload(staged.data(), tmp.data(), n);
+      }
+      to_compute_dtype(dst + at * dtype_bytes(dtype), dtype, src, n);
+    }
+  };
   for (int r = 0; r < layout_->num_ranges(); ++r) {
     fill_weights(ModelState::w_fwd, S.w_fwd(), r);
     if (S.w_bwd().numel() > 0) fill_weights(ModelState::w_bwd, S.w_bwd(), r);
   }
-  std::fill(S.grad().begin(), S.grad().end(), 0.0f);
-  std::fill(o_grad_.begin(), o_grad_.end(), 0.0f);
+  S.backend().fill_bytes(S.grad().data().address(), 0, S.grad().bytes());
+  if (!o_grad_.empty()) S.backend().fill_bytes(o_grad_.data().address(), 0, o_grad_.bytes());
   optim_bound_.reset();  // read state: the next step counts its non-finite values
   step_ = steps_done;
   skipped_ = skipped_steps;

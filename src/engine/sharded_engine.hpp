@@ -33,7 +33,8 @@
 
 #include "comm/mesh.hpp"
 #include "data/batch_fn.hpp"
-#include "device/cpu/adamw.hpp"
+#include "device/adamw_args.hpp"
+#include "device/kernels.hpp"
 #include "engine/collective_issuer.hpp"
 #include "engine/engine_param_source.hpp"
 #include "engine/sharded_state.hpp"
@@ -46,6 +47,8 @@ namespace tz {
 
 struct EngineOptions {
   int seq = 128;  // T; the micro-batch size and accumulation come from the plan's options
+  // Where the model state lives and the engine's kernels run (device/backend.hpp).
+  DeviceKind device = DeviceKind::cpu;
   AdamWParams adamw;
   LrSchedule schedule;
   float grad_clip = 1.0f;  // <= 0: no clipping
@@ -156,10 +159,10 @@ class ShardedEngine {
   std::vector<float> gather_master_params();
 
   // Checkpoint access (checkpoint/ saves and restores a run through these alone). This rank's O
-  // shard of range r: its span in the padded range and the values of its real elements
-  // (span.valid_numel of them, the first of the span).
+  // shard of range r: its span in the padded range, and a host copy of elements [offset, offset + n)
+  // of its real ones (span.valid_numel of them, the first of the span).
   ShardSpan optim_span(int range) const { return state_->span(ModelState::optim, range); }
-  std::span<const float> optim_values(OptimValue which, int range) const;
+  void read_optim_values(OptimValue which, int range, std::size_t offset, std::size_t n, float* out) const;
   // Replaces this rank's model state by a saved one: the O shard (master, m, v) and the weight shards
   // (W_fwd, and W_bwd with hpZ: the compute-dtype rounding of the master weights, exactly what the
   // last refresh wrote) from `read`, gradients zero, and the step and skipped-step counters; the next
@@ -175,7 +178,8 @@ class ShardedEngine {
   // Starts range r's boundary reduction (G -> O, then across O's replicas) once `ready` is done.
   void start_boundary_reduce(int range, const Work& ready);
   void boundary(EngineStep& out, std::size_t quant_blocks);
-  float* o_grad(int range);
+  DevicePtr<float> o_grad(int range);
+  Kernels& kernels() { return state_->backend().kernels(); }
 
   Mesh& mesh_;
   EngineOptions options_;
@@ -185,7 +189,7 @@ class ShardedEngine {
   std::unique_ptr<ShardedState> state_;
   std::unique_ptr<CollectiveIssuer> issuer_;
   std::unique_ptr<EngineParamSource> source_;
-  std::vector<float> o_grad_;             // gradient of the O shard when G and O differ
+  DeviceBuffer<float> o_grad_;            // gradient of the O shard when G and O differ
   WeightBuffer refresh_;                  // master weights in the compute dtype, to be gathered into W
   std::vector<Work> boundary_work_;       // per range: its O-shard gradient is final once done
   std::vector<Work> refresh_work_;        // per range: its W_fwd shard is current once done

@@ -244,8 +244,9 @@ TEST(EngineFaults, NonFiniteRestoredStateIsCountedOnTheNextStep) {
     std::map<std::pair<OptimValue, int>, std::vector<float>> saved;
     for (int r = 0; r < engine.layout().num_ranges(); ++r)
       for (OptimValue which : {OptimValue::master, OptimValue::adam_m, OptimValue::adam_v}) {
-        const std::span<const float> values = engine.optim_values(which, r);
-        saved[{which, r}].assign(values.begin(), values.end());
+        std::vector<float>& values = saved[{which, r}];
+        values.resize(engine.optim_span(r).valid_numel);
+        engine.read_optim_values(which, r, 0, values.size(), values.data());
       }
     if (mesh.world().rank() == 0)
       saved[{OptimValue::adam_m, 0}].at(0) = std::numeric_limits<float>::quiet_NaN();

@@ -32,7 +32,8 @@ std::vector<float> first_moments(const Topology& topo, const PartitionPlan& plan
     EXPECT_FALSE(st.skipped);
     std::vector<float>& mine = per_rank[static_cast<std::size_t>(mesh.world().rank())];
     for (int r = 0; r < engine.layout().num_ranges(); ++r) {
-      const auto m = engine.optim_values(OptimValue::adam_m, r);
+      std::vector<float> m(engine.optim_span(r).valid_numel);
+      engine.read_optim_values(OptimValue::adam_m, r, 0, m.size(), m.data());
       mine.insert(mine.end(), m.begin(), m.end());
     }
   });

@@ -36,14 +36,6 @@ std::size_t adamw_nonfinite_count(const float* params, const float* grads, const
                                   std::span<const DecaySegment> segments, std::size_t n, int step,
                                   const AdamWParams& hp, float grad_scale = 1.0f);
 
-// True when adamw_update cannot leave any element non-finite, for a finite state within `state` and
-// gradients with |grads[i]| <= max_abs_grad: adamw_nonfinite_count is then 0 without reading the
-// state. A bound on each intermediate (|g|, |m|, v, the step) stays far below FLT_MAX; false when it
-// does not, or eps <= 0 (a zero denominator), or a hyper-parameter is out of range or not finite.
-// The engine's state bound comes from its last update, so it skips the counting pass on a normal step.
-bool adamw_update_stays_finite(const AdamWStateBound& state, double max_abs_grad, int step,
-                               const AdamWParams& hp, float grad_scale = 1.0f);
-
 namespace adamw_detail {  // the two paths of adamw_update's loop, for tests
 bool have_avx2();
 void force_portable(bool on);  // have_avx2() answers false while on

@@ -40,8 +40,8 @@ void CpuKernels::accumulate(DevicePtr<float> acc, DevicePtr<const std::byte> x, 
 }
 
 void CpuKernels::narrow_and_clear(DevicePtr<bf16> out, DevicePtr<float> in, std::size_t n) {
-  // In pieces that stay in cache between the narrowing and the clearing.
-  constexpr std::size_t kPiece = 1 << 14;
+  // In pieces of 16 KiB, which stay in L1 between the narrowing and the clearing.
+  constexpr std::size_t kPiece = 4096;
   bf16* o = out.address();
   float* x = in.address();
   for (std::size_t i = 0; i < n; i += kPiece) {
