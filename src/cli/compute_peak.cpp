@@ -4,8 +4,8 @@
 #include <chrono>
 #include <vector>
 
+#include "device/cpu/layers.hpp"
 #include "model/kernel_threads.hpp"
-#include "model/layers.hpp"
 
 namespace tz::cli {
 

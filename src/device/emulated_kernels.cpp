@@ -86,6 +86,98 @@ void EmulatedKernels::dequantize_add(DevicePtr<float> acc, DevicePtr<const std::
   cpu_.dequantize_add(host(acc, count), host(q, quantized_bytes(count, opts)), count, opts);
 }
 
+WeightRef EmulatedKernels::host(WeightRef w, std::size_t count) const {
+  if (w.b16) return host(w.b16, count);
+  return host(w.f32, count);
+}
+
+void EmulatedKernels::encoder_forward(float* out, const std::int32_t* tokens, WeightRef wte, const float* wpe,
+                                      int B, int T, int C, int V) {
+  const std::size_t N = static_cast<std::size_t>(B) * T;
+  cpu_.encoder_forward(host(out, N * C), host(tokens, N), host(wte, static_cast<std::size_t>(V) * C),
+                       host(wpe, static_cast<std::size_t>(T) * C), B, T, C, V);
+}
+
+void EmulatedKernels::encoder_backward(float* dwte, float* dwpe, const float* dout,
+                                       const std::int32_t* tokens, int B, int T, int C, int V) {
+  const std::size_t N = static_cast<std::size_t>(B) * T;
+  cpu_.encoder_backward(host(dwte, static_cast<std::size_t>(V) * C),
+                        host(dwpe, static_cast<std::size_t>(T) * C), host(dout, N * C), host(tokens, N), B, T,
+                        C, V);
+}
+
+void EmulatedKernels::layernorm_forward(float* out, float* mean, float* rstd, const float* inp,
+                                        const float* weight, const float* bias, int N, int C) {
+  const std::size_t NC = static_cast<std::size_t>(N) * C;
+  cpu_.layernorm_forward(host(out, NC), host(mean, N), host(rstd, N), host(inp, NC), host(weight, C),
+                         host(bias, C), N, C);
+}
+
+void EmulatedKernels::layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout,
+                                         const float* inp, const float* weight, const float* mean,
+                                         const float* rstd, int N, int C) {
+  const std::size_t NC = static_cast<std::size_t>(N) * C;
+  cpu_.layernorm_backward(host(dinp, NC), host(dweight, C), host(dbias, C), host(dout, NC), host(inp, NC),
+                          host(weight, C), host(mean, N), host(rstd, N), N, C);
+}
+
+void EmulatedKernels::matmul_forward(float* out, const float* inp, WeightRef weight, const float* bias, int N,
+                                     int C, int OC) {
+  cpu_.matmul_forward(host(out, static_cast<std::size_t>(N) * OC), host(inp, static_cast<std::size_t>(N) * C),
+                      host(weight, static_cast<std::size_t>(OC) * C), bias ? host(bias, OC) : nullptr, N, C,
+                      OC);
+}
+
+void EmulatedKernels::matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout,
+                                      const float* inp, WeightRef weight, int N, int C, int OC) {
+  const std::size_t NC = static_cast<std::size_t>(N) * C, W = static_cast<std::size_t>(OC) * C;
+  cpu_.matmul_backward(host(dinp, NC), dweight ? host(dweight, W) : nullptr,
+                       dbias ? host(dbias, OC) : nullptr, host(dout, static_cast<std::size_t>(N) * OC),
+                       host(inp, NC), host(weight, W), N, C, OC);
+}
+
+void EmulatedKernels::attention_forward(float* out, float* att, const float* qkv, int B, int T, int C,
+                                        int H) {
+  const std::size_t N = static_cast<std::size_t>(B) * T;
+  cpu_.attention_forward(host(out, N * C), host(att, static_cast<std::size_t>(B) * H * T * T),
+                         host(qkv, 3 * N * C), B, T, C, H);
+}
+
+void EmulatedKernels::attention_backward(float* dqkv, const float* dout, const float* qkv, const float* att,
+                                         int B, int T, int C, int H) {
+  const std::size_t N = static_cast<std::size_t>(B) * T;
+  cpu_.attention_backward(host(dqkv, 3 * N * C), host(dout, N * C), host(qkv, 3 * N * C),
+                          host(att, static_cast<std::size_t>(B) * H * T * T), B, T, C, H);
+}
+
+void EmulatedKernels::gelu_forward(float* out, const float* inp, long n) {
+  const auto m = static_cast<std::size_t>(n);
+  cpu_.gelu_forward(host(out, m), host(inp, m), n);
+}
+
+void EmulatedKernels::gelu_backward(float* dinp, const float* inp, const float* dout, long n) {
+  const auto m = static_cast<std::size_t>(n);
+  cpu_.gelu_backward(host(dinp, m), host(inp, m), host(dout, m), n);
+}
+
+void EmulatedKernels::residual_forward(float* out, const float* a, const float* b, long n) {
+  const auto m = static_cast<std::size_t>(n);
+  cpu_.residual_forward(host(out, m), host(a, m), host(b, m), n);
+}
+
+double EmulatedKernels::softmax_cross_entropy_forward(float* losses, float* probs, const float* logits,
+                                                      const std::int32_t* targets, int N, int V) {
+  const std::size_t NV = static_cast<std::size_t>(N) * V;
+  return cpu_.softmax_cross_entropy_forward(host(losses, N), host(probs, NV), host(logits, NV),
+                                            host(targets, N), N, V);
+}
+
+void EmulatedKernels::softmax_cross_entropy_backward(float* dlogits, const float* probs,
+                                                     const std::int32_t* targets, float dloss, int N, int V) {
+  const std::size_t NV = static_cast<std::size_t>(N) * V;
+  cpu_.softmax_cross_entropy_backward(host(dlogits, NV), host(probs, NV), host(targets, N), dloss, N, V);
+}
+
 void EmulatedKernels::gemm(const GemmArgs& g) {
   GemmArgs h = g;
   h.A = host(g.A, g.trans_a ? matrix_extent(g.K, g.M, g.lda) : matrix_extent(g.M, g.K, g.lda));

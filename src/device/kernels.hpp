@@ -18,6 +18,7 @@
 #include "device/decay_segment.hpp"
 #include "device/device_buffer.hpp"
 #include "device/gemm_args.hpp"
+#include "device/weight_ref.hpp"
 
 namespace tz {
 
@@ -62,6 +63,35 @@ class Kernels {
 
   // --- matrix product (device/gemm_args.hpp): every matrix address in this backend's memory ---
   virtual void gemm(const GemmArgs& args) = 0;
+
+  // --- the model's layers (device/cpu/layers.hpp defines each one's arithmetic and conventions:
+  // parameter gradients accumulate, input gradients are overwritten unless said otherwise). Every
+  // pointer is a device address of this backend; N = B*T rows, C channels, OC output channels, V the
+  // vocabulary (wte's rows), H heads. ---
+  virtual void encoder_forward(float* out, const std::int32_t* tokens, WeightRef wte, const float* wpe, int B,
+                               int T, int C, int V) = 0;
+  virtual void encoder_backward(float* dwte, float* dwpe, const float* dout, const std::int32_t* tokens,
+                                int B, int T, int C, int V) = 0;
+  virtual void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, const float* weight,
+                                 const float* bias, int N, int C) = 0;
+  virtual void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout,
+                                  const float* inp, const float* weight, const float* mean, const float* rstd,
+                                  int N, int C) = 0;
+  virtual void matmul_forward(float* out, const float* inp, WeightRef weight, const float* bias, int N, int C,
+                              int OC) = 0;
+  virtual void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
+                               WeightRef weight, int N, int C, int OC) = 0;
+  virtual void attention_forward(float* out, float* att, const float* qkv, int B, int T, int C, int H) = 0;
+  virtual void attention_backward(float* dqkv, const float* dout, const float* qkv, const float* att, int B,
+                                  int T, int C, int H) = 0;
+  virtual void gelu_forward(float* out, const float* inp, long n) = 0;
+  virtual void gelu_backward(float* dinp, const float* inp, const float* dout, long n) = 0;
+  virtual void residual_forward(float* out, const float* a, const float* b, long n) = 0;
+  // Returns the mean loss (an fp64 sum over the rows, divided by N).
+  virtual double softmax_cross_entropy_forward(float* losses, float* probs, const float* logits,
+                                               const std::int32_t* targets, int N, int V) = 0;
+  virtual void softmax_cross_entropy_backward(float* dlogits, const float* probs, const std::int32_t* targets,
+                                              float dloss, int N, int V) = 0;
 };
 
 // A typed device pointer as bytes (the dtype-generic kernels take these).

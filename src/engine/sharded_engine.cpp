@@ -29,7 +29,7 @@ ShardedEngine::ShardedEngine(Mesh& mesh, const GptConfig& config, const Partitio
     : mesh_(mesh),
       options_(options),
       model_(config, plan.options().micro_batch_size, options.seq,
-             {.threads = options.threads, .recompute = options.recompute}) {
+             {.device = options.device, .threads = options.threads, .recompute = options.recompute}) {
   const Topology& topo = mesh.topology();
   plan.validate_world(topo, mesh.world().size());
   layout_ = std::make_unique<ShardLayout>(range_specs(model_.layout()), topo, plan);

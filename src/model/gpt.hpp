@@ -1,4 +1,5 @@
-// The GPT-2 model on CPU: token + position embedding, L pre-LayerNorm blocks
+// The GPT-2 model on a backend's device (device/backend.hpp; the cpu one by default): token + position
+// embedding, L pre-LayerNorm blocks
 //   x = x + proj(attn(ln_1(x)));  x = x + mlp_proj(gelu(fc(ln_2(x))))
 // final LayerNorm, LM head tied to wte, mean cross-entropy over the B*T positions.
 // The model owns activations for a fixed (B, T) and nothing else: parameters and gradients come
@@ -11,18 +12,21 @@
 #include <cstdint>
 #include <vector>
 
+#include "device/device_buffer.hpp"
+#include "device/kernels.hpp"
+#include "device/weight_ref.hpp"
 #include "model/gpt_config.hpp"
 #include "model/layer_profile.hpp"
-#include "model/layers.hpp"
 #include "model/param_source.hpp"
 #include "model/parameter_layout.hpp"
 
 namespace tz {
 
 struct GptOptions {
-  int threads = 1;         // kernel and OpenBLAS threads (set_kernel_threads)
-  bool recompute = false;  // activation recomputation per block
-  bool profile = false;    // sum each layer's wall time into profile() (layer_profile.hpp)
+  DeviceKind device = DeviceKind::cpu;  // where activations live and the layers run (device/backend.hpp)
+  int threads = 1;                      // kernel and OpenBLAS threads (set_kernel_threads)
+  bool recompute = false;               // activation recomputation per block
+  bool profile = false;                 // sum each layer's wall time into profile() (layer_profile.hpp)
 };
 
 class Gpt {
@@ -33,7 +37,7 @@ class Gpt {
   const ParameterLayout& layout() const { return layout_; }
   int batch() const { return B_; }
   int seq() const { return T_; }
-  // Floats held for activations and backward scratch.
+  // Floats held for activations and backward scratch (device memory).
   std::size_t activation_floats() const { return acts_.size(); }
 
   // Forward over tokens (B, T). With targets (B, T) returns the mean loss; without, returns NaN and
@@ -41,9 +45,9 @@ class Gpt {
   float forward(ParamSource& params, const std::int32_t* tokens, const std::int32_t* targets);
   // Backward of the last forward (which had targets): grad_buffer(r) += d(loss * grad_scale)/d params.
   void backward(ParamSource& params, float grad_scale = 1.0f);
-  // (B, T, V) logits of the last forward; overwritten by backward.
-  const float* logits() const { return logits_; }
-  const float* losses() const { return losses_; }  // (B, T) per-position losses of the last forward
+  // (B, T, V) logits of the last forward (overwritten by backward), copied from the device.
+  std::vector<float> logits() const;
+  std::vector<float> losses() const;  // (B, T) per-position losses of the last forward
   // Layer times summed since construction or reset_profile() (all zero unless options.profile).
   const LayerProfile& profile() const { return profile_; }
   void reset_profile() { profile_ = {}; }
@@ -71,15 +75,19 @@ class Gpt {
     f();
   }
 
+  Kernels& kernels() const { return acts_.backend()->kernels(); }
+
   ParameterLayout layout_;
   int B_, T_;
   GptOptions options_;
-  std::vector<float> acts_;
+  // Every activation pointer below is a device address into acts_: only the kernels read it.
+  DeviceBuffer<float> acts_;
   std::vector<float*> x_in_;  // L + 1 residual streams: input of block l; x_in_[L] feeds ln_f
   std::vector<BlockActs> blocks_;
   float *lnf_, *lnf_mean_, *lnf_rstd_, *logits_, *probs_, *losses_;
   float *dres_, *dln_, *dqkv_, *datty_, *dfch_;  // backward scratch
-  std::vector<std::int32_t> tokens_, targets_;
+  DeviceBuffer<std::int32_t> tokens_, targets_;  // (B, T) of the last forward, uploaded
+  std::vector<std::int32_t> host_ids_;           // zeros for a forward without targets
   bool have_targets_ = false;
   bool backward_pass_ = false;  // inside backward's layer calls (recompute is timed as forward)
   LayerProfile profile_;

@@ -4,9 +4,9 @@
 #include <cmath>
 
 #include "core/error.hpp"
+#include "device/cpu/layers.hpp"
 #include "model/gpt.hpp"
 #include "model/kernel_threads.hpp"
-#include "model/layers.hpp"
 
 namespace tz {
 
@@ -105,7 +105,8 @@ std::vector<float> decode_logits_ref(const ParameterLayout& layout, const float*
   ResidentParams source(model.layout(), params, nullptr);
   model.forward(source, tokens.data(), nullptr);
   const std::size_t V = layout.config().vocab_size;
-  const float* last = model.logits() + static_cast<std::size_t>(T - 1) * V;
+  const std::vector<float> logits = model.logits();
+  const float* last = logits.data() + static_cast<std::size_t>(T - 1) * V;
   return std::vector<float>(last, last + V);
 }
 

@@ -73,7 +73,7 @@ TEST(CheckpointExport, PyTorchReadsTheSafetensorsFileAndReproducesTheLogits) {
     ResidentParams src(gpt.layout(), params.data(), grads.data());
     gpt.forward(src, tokens.data(), nullptr);
     std::ofstream(dir + "/logits.bin", std::ios::binary)
-        .write(reinterpret_cast<const char*>(gpt.logits()),
+        .write(reinterpret_cast<const char*>(gpt.logits().data()),
                static_cast<std::streamsize>(B * T * cfg.vocab_size * 4));
     const std::string cmd = fmt::format(
         "OMP_WAIT_POLICY=PASSIVE OMP_NUM_THREADS=1 /usr/bin/python3 "

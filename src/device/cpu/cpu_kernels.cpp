@@ -9,6 +9,7 @@
 #include "device/cpu/adamw.hpp"
 #include "device/cpu/block_quantize.hpp"
 #include "device/cpu/gemm.hpp"
+#include "device/cpu/layers.hpp"
 #include "device/cpu/reduce.hpp"
 #include "device/cpu/sum_of_squares.hpp"
 
@@ -88,6 +89,68 @@ void CpuKernels::dequantize_add(DevicePtr<float> acc, DevicePtr<const std::uint8
 
 void CpuKernels::gemm(const GemmArgs& args) {
   tz::gemm(args);
+}
+
+void CpuKernels::encoder_forward(float* out, const std::int32_t* tokens, WeightRef wte, const float* wpe,
+                                 int B, int T, int C, int) {
+  tz::encoder_forward(out, tokens, wte, wpe, B, T, C);
+}
+
+void CpuKernels::encoder_backward(float* dwte, float* dwpe, const float* dout, const std::int32_t* tokens,
+                                  int B, int T, int C, int) {
+  tz::encoder_backward(dwte, dwpe, dout, tokens, B, T, C);
+}
+
+void CpuKernels::layernorm_forward(float* out, float* mean, float* rstd, const float* inp,
+                                   const float* weight, const float* bias, int N, int C) {
+  tz::layernorm_forward(out, mean, rstd, inp, weight, bias, N, C);
+}
+
+void CpuKernels::layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout,
+                                    const float* inp, const float* weight, const float* mean,
+                                    const float* rstd, int N, int C) {
+  tz::layernorm_backward(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C);
+}
+
+void CpuKernels::matmul_forward(float* out, const float* inp, WeightRef weight, const float* bias, int N,
+                                int C, int OC) {
+  tz::matmul_forward(out, inp, weight, bias, N, C, OC);
+}
+
+void CpuKernels::matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout,
+                                 const float* inp, WeightRef weight, int N, int C, int OC) {
+  tz::matmul_backward(dinp, dweight, dbias, dout, inp, weight, N, C, OC);
+}
+
+void CpuKernels::attention_forward(float* out, float* att, const float* qkv, int B, int T, int C, int H) {
+  tz::attention_forward(out, att, qkv, B, T, C, H);
+}
+
+void CpuKernels::attention_backward(float* dqkv, const float* dout, const float* qkv, const float* att, int B,
+                                    int T, int C, int H) {
+  tz::attention_backward(dqkv, dout, qkv, att, B, T, C, H);
+}
+
+void CpuKernels::gelu_forward(float* out, const float* inp, long n) {
+  tz::gelu_forward(out, inp, n);
+}
+
+void CpuKernels::gelu_backward(float* dinp, const float* inp, const float* dout, long n) {
+  tz::gelu_backward(dinp, inp, dout, n);
+}
+
+void CpuKernels::residual_forward(float* out, const float* a, const float* b, long n) {
+  tz::residual_forward(out, a, b, n);
+}
+
+double CpuKernels::softmax_cross_entropy_forward(float* losses, float* probs, const float* logits,
+                                                 const std::int32_t* targets, int N, int V) {
+  return tz::softmax_cross_entropy_forward(losses, probs, logits, targets, N, V);
+}
+
+void CpuKernels::softmax_cross_entropy_backward(float* dlogits, const float* probs,
+                                                const std::int32_t* targets, float dloss, int N, int V) {
+  tz::softmax_cross_entropy_backward(dlogits, probs, targets, dloss, N, V);
 }
 
 }  // namespace tz

@@ -28,6 +28,28 @@ class CpuKernels final : public Kernels {
   void dequantize_add(DevicePtr<float> acc, DevicePtr<const std::uint8_t> q, std::size_t count,
                       const QuantOptions& opts) override;
   void gemm(const GemmArgs& args) override;
+  void encoder_forward(float* out, const std::int32_t* tokens, WeightRef wte, const float* wpe, int B, int T,
+                       int C, int V) override;
+  void encoder_backward(float* dwte, float* dwpe, const float* dout, const std::int32_t* tokens, int B, int T,
+                        int C, int V) override;
+  void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, const float* weight,
+                         const float* bias, int N, int C) override;
+  void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
+                          const float* weight, const float* mean, const float* rstd, int N, int C) override;
+  void matmul_forward(float* out, const float* inp, WeightRef weight, const float* bias, int N, int C,
+                      int OC) override;
+  void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
+                       WeightRef weight, int N, int C, int OC) override;
+  void attention_forward(float* out, float* att, const float* qkv, int B, int T, int C, int H) override;
+  void attention_backward(float* dqkv, const float* dout, const float* qkv, const float* att, int B, int T,
+                          int C, int H) override;
+  void gelu_forward(float* out, const float* inp, long n) override;
+  void gelu_backward(float* dinp, const float* inp, const float* dout, long n) override;
+  void residual_forward(float* out, const float* a, const float* b, long n) override;
+  double softmax_cross_entropy_forward(float* losses, float* probs, const float* logits,
+                                       const std::int32_t* targets, int N, int V) override;
+  void softmax_cross_entropy_backward(float* dlogits, const float* probs, const std::int32_t* targets,
+                                      float dloss, int N, int V) override;
 };
 
 }  // namespace tz

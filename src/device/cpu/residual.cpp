@@ -1,6 +1,6 @@
 // Residual connection: the block's input plus a sublayer's output (n floats read twice, written once).
 #include "core/parallel_for.hpp"
-#include "model/layers.hpp"
+#include "device/cpu/layers.hpp"
 
 namespace tz {
 

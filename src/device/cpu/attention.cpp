@@ -15,8 +15,8 @@
 
 #include "core/parallel_for.hpp"
 #include "device/cpu/gemm.hpp"
+#include "device/cpu/layers.hpp"
 #include "device/cpu/simd.hpp"
-#include "model/layers.hpp"
 
 namespace tz {
 namespace {

@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "core/parallel_for.hpp"
+#include "device/cpu/layers.hpp"
 #include "device/cpu/simd.hpp"
-#include "model/layers.hpp"
 
 namespace tz {
 namespace {

@@ -7,8 +7,8 @@
 
 #include "core/error.hpp"
 #include "core/parallel_for.hpp"
+#include "device/cpu/layers.hpp"
 #include "device/cpu/simd.hpp"
-#include "model/layers.hpp"
 
 namespace tz {
 namespace {

@@ -4,7 +4,7 @@
 //             dW (OC, C)  += dout^T inp               2 N C OC (dbias, the column sums of dout, are
 //                                                     summed while dout^T is packed for this product)
 #include "device/cpu/gemm.hpp"
-#include "model/layers.hpp"
+#include "device/cpu/layers.hpp"
 
 namespace tz {
 

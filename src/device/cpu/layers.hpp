@@ -10,18 +10,9 @@
 #include <cstdint>
 
 #include "core/bf16.hpp"
+#include "device/weight_ref.hpp"
 
 namespace tz {
-
-// A weight matrix the layers only read: fp32, or bf16 (as a sharded engine gathers it in bf16 mode),
-// which the layers widen exactly as they read it, so results are bitwise those of the widened fp32
-// matrix. Converts implicitly from either pointer.
-struct WeightRef {
-  const float* f32 = nullptr;
-  const bf16* b16 = nullptr;
-  WeightRef(const float* p) : f32(p) {}  // NOLINT(google-explicit-constructor): either pointer is a weight
-  WeightRef(const bf16* p) : b16(p) {}   // NOLINT(google-explicit-constructor)
-};
 
 // ---- token + position embedding (encoder.cpp) ----
 // out[b,t,:] = wte[tokens[b,t],:] + wpe[t,:]

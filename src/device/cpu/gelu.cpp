@@ -5,8 +5,8 @@
 #include <cmath>
 
 #include "core/parallel_for.hpp"
+#include "device/cpu/layers.hpp"
 #include "device/cpu/simd.hpp"
-#include "model/layers.hpp"
 
 namespace tz {
 namespace {

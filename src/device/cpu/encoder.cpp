@@ -2,7 +2,7 @@
 // position; backward scatters the output gradient back into those rows (B*T*C adds each way).
 #include "core/error.hpp"
 #include "core/parallel_for.hpp"
-#include "model/layers.hpp"
+#include "device/cpu/layers.hpp"
 
 namespace tz {
 

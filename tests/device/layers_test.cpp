@@ -1,13 +1,13 @@
 // Each fast layer against its _ref twin (normalized error under kFastVsRef), and each _ref backward
 // against central finite differences of a random linear functional of the forward output.
-#include "model/layers.hpp"
+#include "device/cpu/layers.hpp"
 
 #include <gtest/gtest.h>
 
 #include <functional>
 
 #include "model/kernel_threads.hpp"
-#include "test_util.hpp"
+#include "model/test_util.hpp"
 
 namespace tz {
 namespace {
