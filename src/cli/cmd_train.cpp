@@ -52,6 +52,7 @@ struct TrainArgs {
   std::string model = "gpt-tiny";
   std::string topology = "flat";
   bool emulate = false;
+  std::string device = "cpu";
   std::string data, val_data;
   std::string plan;
   std::optional<int> steps, micro_batch, seq, grad_accum, warmup, log_every, threads, prefetch;
@@ -224,6 +225,7 @@ void train_on_rank(Mesh& mesh, const TrainArgs& a, int ranks_per_process) {
   const TrainConfig config = resolve_auto_plan(requested, model, topo, lead);
   TrainRun run = make_train_run(config, model, topo, world);
   run.engine.threads = a.threads.value_or(default_threads());
+  run.engine.device = parse_device_kind(a.device, "--device");
   run.engine.inject_nan_step = a.inject_nan_step;
   run.engine.inject_nan_rank = a.inject_nan_rank;
   // The comparison plan moves the same model with the same options, unquantized.
@@ -358,6 +360,7 @@ int run_train(const TrainArgs& a) {
   }
   install_stop_signal_handlers();  // SIGINT/SIGTERM: every rank stops at the next step boundary
   return run_on_world({.topology = a.topology,
+                       .device = parse_device_kind(a.device, "--device"),
                        .emulate = a.emulate,
                        .timeout_s = a.timeout_s,
                        .check_collectives = faults.check_collectives,
@@ -384,6 +387,9 @@ const bool train_registered = register_command(
        o.text("--topology", a->topology,
               "topology preset (flat, frontier-mini, frontier, dgx-h100, ...) or JSON");
        o.flag("--emulate", a->emulate, "allow a multi-node topology on one machine");
+       o.choice("--device", a->device, device_kind_names(),
+                "where the model state and activations live and the kernels run: cpu, or emulated (a strict "
+                "device on the CPU whose memory host code cannot touch: docs/backends.md)");
        std::vector<std::string> plans = PartitionPlan::preset_names();
        plans.push_back("auto");
        o.choice(

@@ -147,6 +147,7 @@ void run_recorded(const WorldOptions& o, Mesh& mesh, const std::function<void(Me
 
 int run_on_world(const WorldOptions& o, const std::function<void(Mesh&)>& body) {
   CommOptions comm;
+  comm.device = o.device;
   comm.timeout_s = o.timeout_s;
   comm.shared_memory_all_gather = comm.shared_memory_all_to_all = comm.shared_memory_broadcast =
       comm.shared_memory_reduce_scatter = o.shared_memory;

@@ -31,11 +31,12 @@
 namespace tz::cli {
 
 struct WorldOptions {
-  std::string topology = "flat";  // preset name or JSON file, resolved to the world's size
-  bool emulate = false;           // allow a multi-node topology on one machine
-  double timeout_s = 300;         // a collective not done by then fails with a report
-  int threads = 0;                // > 0: that many ranks as threads in this process, no MPI
-  bool shared_memory = true;      // false: no shared-memory collectives (the transport's algorithms)
+  std::string topology = "flat";        // preset name or JSON file, resolved to the world's size
+  DeviceKind device = DeviceKind::cpu;  // where the collectives' buffers live (CommOptions::device)
+  bool emulate = false;                 // allow a multi-node topology on one machine
+  double timeout_s = 300;               // a collective not done by then fails with a report
+  int threads = 0;                      // > 0: that many ranks as threads in this process, no MPI
+  bool shared_memory = true;            // false: no shared-memory collectives (the transport's algorithms)
   std::size_t shared_slot_bytes = CommOptions{}.shared_slot_bytes;  // per-rank staging buffer
   bool shared_single_copy = true;  // false: the shared collectives always stage (no in-place reads)
   // Faults (docs/faults.md): agree on every collective's signature first; the start-up deadline

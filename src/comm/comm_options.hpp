@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "comm/flight_recorder.hpp"
+#include "device/backend.hpp"
 
 namespace tz {
 
@@ -31,6 +32,10 @@ inline constexpr std::uint32_t kMaxInjectedDelayUs = 100000;  // 0.1 s: larger o
 DelayInjection parse_delay_injection(std::string_view text, std::string_view option = "delay injection");
 
 struct CommOptions {
+  // Where the buffers handed to collectives live (device/backend.hpp). The transports are not
+  // device-aware: for a backend whose memory the host cannot address, each collective copies its
+  // input into host staging memory first and its output back last, with the backend's copies.
+  DeviceKind device = DeviceKind::cpu;
   double timeout_s = 300;  // a collective not done by then fails with a CommError report
   // Every collective first agrees on (op, dtype, count, root, group, sequence number) with a small
   // all-gather; a difference fails it on every rank with one report naming the first rank that

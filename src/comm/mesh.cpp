@@ -22,7 +22,10 @@
 namespace tz {
 
 Mesh::Mesh(Topology topology, std::unique_ptr<Communicator> world)
-    : topology_(std::move(topology)), world_(std::move(world)) {
+    : topology_(std::move(topology)),
+      world_(std::move(world)),
+      device_(backend(world_ ? world_->options().device : DeviceKind::cpu)),
+      scratch_(device_) {
   TZ_CHECK(world_ != nullptr);
   if (!topology_.resolved() || topology_.world_size() != world_->size())
     fail_input("topology {}: describes {} ranks but the world has {}", topology_.name(),
@@ -104,7 +107,7 @@ Work Mesh::execute(const CollectivePlan& plan, CollectiveKind kind, TierSet tier
   const DType dtype = plan.wire_dtype;
   switch (plan.route) {
     case CollectiveRoute::local:
-      if (count > 0 && send != recv) std::memcpy(recv, send, count * dtype_bytes(dtype));
+      if (send != recv) copy_bytes(device_, recv, send, count * dtype_bytes(dtype));
       return Work();
     case CollectiveRoute::flat: {
       Communicator& g = flat_group(tiers);
@@ -142,8 +145,7 @@ Work Mesh::execute(const CollectivePlan& plan, CollectiveKind kind, TierSet tier
         prev = g.all_reduce(src, recv, count, dtype);
         src = recv;
       }
-      if (plan.steps.empty() && count > 0 && send != recv)
-        std::memcpy(recv, send, count * dtype_bytes(dtype));
+      if (plan.steps.empty() && send != recv) copy_bytes(device_, recv, send, count * dtype_bytes(dtype));
       return prev;
     }
     case CollectiveRoute::qgz_all_to_all:
@@ -183,7 +185,7 @@ Work Mesh::reduce_scatter_steps(Work prev, std::span<const TierStep> steps, Tier
                                 void* recv, std::size_t count, DType dtype) {
   const std::size_t shard_bytes = count * dtype_bytes(dtype);
   std::size_t span = group_size(tiers);
-  std::shared_ptr<std::vector<std::byte>> bufs[2];
+  ScratchBuffer bufs[2];
   const void* src = send;
   for (std::size_t i = 0; i < steps.size(); ++i) {
     const TierStep& s = steps[i];
@@ -194,7 +196,7 @@ Work Mesh::reduce_scatter_steps(Work prev, std::span<const TierStep> steps, Tier
     void* dst = recv;
     if (!last) {
       bufs[i % 2] = scratch(span * shard_bytes);
-      dst = bufs[i % 2]->data();
+      dst = bufs[i % 2]->data().address();
     }
     Communicator& g = tier(s.tier);
     g.stream_wait(prev);
@@ -226,8 +228,9 @@ Work Mesh::all_reduce_steps(std::span<const TierStep> steps, TierSet tiers, cons
   std::size_t split = i;
   while (split < steps.size() && steps[split].kind == CollectiveKind::reduce_scatter) ++split;
   auto shard = scratch(main / g * esz);
-  prev = reduce_scatter_steps(prev, steps.subspan(i, split - i), tiers, send, shard->data(), main / g, dtype);
-  Work ag = all_gather_steps(Work(), steps.subspan(split), tiers, shard->data(), recv, main / g, dtype);
+  std::byte* mid = shard->data().address();
+  prev = reduce_scatter_steps(prev, steps.subspan(i, split - i), tiers, send, mid, main / g, dtype);
+  Work ag = all_gather_steps(Work(), steps.subspan(split), tiers, mid, recv, main / g, dtype);
   attach_to_work(ag, shard);
   return ag;
 }

@@ -21,7 +21,7 @@
 
 #include "collective/collective_plan.hpp"
 #include "comm/communicator.hpp"
-#include "core/scratch_pool.hpp"
+#include "device/scratch_pool.hpp"
 #include "topology/topology.hpp"
 
 namespace tz {
@@ -85,7 +85,8 @@ class Mesh {
   std::unique_ptr<Communicator> world_;
   std::map<TierSet, std::unique_ptr<Communicator>> groups_;
   std::map<TierSet, std::unique_ptr<Communicator>> flat_groups_;
-  ScratchPool scratch_;
+  Backend& device_;      // of the world's buffers (CommOptions::device): intermediates live there too
+  ScratchPool scratch_;  // intermediate shards, in device_'s memory
 };
 
 }  // namespace tz

@@ -103,42 +103,44 @@ class StreamCommunicator final : public Communicator {
     const std::size_t block = count * dtype_bytes(dtype);
     return submit(CollectiveKind::all_gather, count, dtype, -1, double(block) * size(),
                   [=, this](Collective& c) {
-                    const auto* own = static_cast<const std::byte*>(send);
-                    auto* out = static_cast<std::byte*>(recv);
+                    const Staged io = stage_in(c, send, block, recv, block * size());
                     if (SharedArena* arena = shared_arena(c, options_.shared_memory_all_gather)) {
                       ring_->start(c.seq(), "shared");
-                      all_gather_shared(c, *arena, own, out, uniform_block_offsets(block, size()));
+                      all_gather_shared(c, *arena, io.in, io.out, uniform_block_offsets(block, size()));
                     } else {
                       ring_->start(c.seq(), "ring");
-                      all_gather_ring(c, own, out, uniform_block_offsets(block, size()));
+                      all_gather_ring(c, io.in, io.out, uniform_block_offsets(block, size()));
                     }
+                    stage_out(io, recv, block * size());
                   });
   }
 
   Work reduce_scatter(const void* send, void* recv, std::size_t count, DType dtype) override {
     require_reducible("reduce_scatter", dtype);
     const std::size_t block = count * dtype_bytes(dtype);
-    return submit(CollectiveKind::reduce_scatter, count, dtype, -1, double(block) * size(),
-                  [=, this](Collective& c) {
-                    const auto* in = static_cast<const std::byte*>(send);
-                    auto* out = static_cast<std::byte*>(recv);
-                    if (SharedArena* arena = shared_arena(c, options_.shared_memory_reduce_scatter)) {
-                      ring_->start(c.seq(), "shared");
-                      reduce_scatter_shared(c, *arena, in, out, uniform_block_offsets(block, size()), dtype);
-                    } else {
-                      ring_->start(c.seq(), "ring");
-                      reduce_scatter_ring(c, in, out, uniform_block_offsets(block, size()), dtype);
-                    }
-                  });
+    return submit(
+        CollectiveKind::reduce_scatter, count, dtype, -1, double(block) * size(), [=, this](Collective& c) {
+          const Staged io = stage_in(c, send, block * size(), recv, block);
+          if (SharedArena* arena = shared_arena(c, options_.shared_memory_reduce_scatter)) {
+            ring_->start(c.seq(), "shared");
+            reduce_scatter_shared(c, *arena, io.in, io.out, uniform_block_offsets(block, size()), dtype);
+          } else {
+            ring_->start(c.seq(), "ring");
+            reduce_scatter_ring(c, io.in, io.out, uniform_block_offsets(block, size()), dtype);
+          }
+          stage_out(io, recv, block);
+        });
   }
 
   Work all_reduce(const void* send, void* recv, std::size_t count, DType dtype) override {
     require_reducible("all_reduce", dtype);
     return submit(CollectiveKind::all_reduce, count, dtype, -1, double(count * dtype_bytes(dtype)),
                   [=, this](Collective& c) {
+                    const std::size_t bytes = count * dtype_bytes(dtype);
+                    const Staged io = stage_in(c, send, bytes, recv, bytes);
                     ring_->start(c.seq(), "ring");
-                    all_reduce_ring(c, static_cast<const std::byte*>(send), static_cast<std::byte*>(recv),
-                                    count, dtype);
+                    all_reduce_ring(c, io.in, io.out, count, dtype);
+                    stage_out(io, recv, bytes);
                   });
   }
 
@@ -146,16 +148,16 @@ class StreamCommunicator final : public Communicator {
     const std::size_t block = count * dtype_bytes(dtype);
     return submit(CollectiveKind::all_to_all, count, dtype, -1, double(block) * size(),
                   [=, this](Collective& c) {
-                    const auto* in = static_cast<const std::byte*>(send);
-                    auto* out = static_cast<std::byte*>(recv);
+                    const Staged io = stage_in(c, send, block * size(), recv, block * size());
                     const std::vector<std::size_t> off = uniform_block_offsets(block, size());
                     if (SharedArena* arena = shared_arena(c, options_.shared_memory_all_to_all)) {
                       ring_->start(c.seq(), "shared");
-                      all_to_all_shared(c, *arena, in, off, out, off, block);
+                      all_to_all_shared(c, *arena, io.in, off, io.out, off, block);
                     } else {
                       ring_->start(c.seq(), "pairwise");
-                      all_to_all_pairwise(c, in, off, out, off);
+                      all_to_all_pairwise(c, io.in, off, io.out, off);
                     }
+                    stage_out(io, recv, block * size());
                   });
   }
 
@@ -165,13 +167,15 @@ class StreamCommunicator final : public Communicator {
                  size());
     const std::size_t bytes = count * dtype_bytes(dtype);
     return submit(CollectiveKind::broadcast, count, dtype, root, double(bytes), [=, this](Collective& c) {
+      const Staged io = stage_in(c, buf, bytes, buf, bytes, /*one_buffer=*/true);
       if (SharedArena* arena = shared_arena(c, options_.shared_memory_broadcast)) {
         ring_->start(c.seq(), "shared");
-        broadcast_shared(c, *arena, static_cast<std::byte*>(buf), bytes, root);
+        broadcast_shared(c, *arena, io.out, bytes, root);
       } else {
         ring_->start(c.seq(), "binomial");
-        broadcast_binomial(c, static_cast<std::byte*>(buf), bytes, root);
+        broadcast_binomial(c, io.out, bytes, root);
       }
+      stage_out(io, buf, bytes);
     });
   }
 
@@ -223,6 +227,39 @@ class StreamCommunicator final : public Communicator {
   }
 
  private:
+  // Staging (CommOptions::device): the transports move host memory. A buffer in memory of a backend
+  // the host cannot address (told by its address, as a CUDA-aware MPI tells device pointers) is
+  // copied into host memory of the communicator's workspace first (the input) and back last (the
+  // output); host buffers are used as they are. Both copies run on the progress thread, in the
+  // collective's place in the stream, as a non-CUDA-aware MPI is used. Input and output get separate
+  // staging memory, so an input inside the output (an in-place all-gather, whose input may start
+  // where the output does and be shorter) is read before anything is written; `one_buffer` stages
+  // a buffer that is both (a broadcast's) once. On the cpu backend nothing is copied.
+  struct Staged {
+    const std::byte* in;
+    std::byte* out;
+    bool out_staged;
+  };
+  Staged stage_in(Collective& c, const void* send, std::size_t send_bytes, void* recv, std::size_t recv_bytes,
+                  bool one_buffer = false) {
+    Staged io{static_cast<const std::byte*>(send), static_cast<std::byte*>(recv), false};
+    if (device_.host_addressable()) return io;
+    if (device_.is_device_address(send)) {
+      std::byte* in = c.workspace().get(kStageInSlot, std::max<std::size_t>(send_bytes, 1));
+      device_.copy_to_host(in, send, send_bytes);
+      io.in = in;
+    }
+    if (device_.is_device_address(recv)) {
+      io.out = one_buffer ? const_cast<std::byte*>(io.in)
+                          : c.workspace().get(kStageOutSlot, std::max<std::size_t>(recv_bytes, 1));
+      io.out_staged = true;
+    }
+    return io;
+  }
+  void stage_out(const Staged& io, void* recv, std::size_t recv_bytes) {
+    if (io.out_staged) device_.copy_to_device(recv, io.out, recv_bytes);
+  }
+
   void require_reducible(const char* op, DType dtype) const {
     if (!dtype_reducible(dtype))
       fail_input("{} on group '{}': dtype {} cannot be summed", op, label_, dtype_name(dtype));
@@ -316,9 +353,13 @@ class StreamCommunicator final : public Communicator {
 
   std::uint64_t enqueue(std::function<void()> task) { return stream_->enqueue(std::move(task)); }
 
+  // Workspace slots of the staging buffers (the algorithms use 0-3 and 7).
+  static constexpr int kStageInSlot = 10, kStageOutSlot = 11;
+
   std::unique_ptr<Transport> transport_;
   std::string label_;
   CommOptions options_;
+  Backend& device_ = backend(options_.device);
   std::shared_ptr<TrafficLedger> ledger_;
   std::shared_ptr<FlightRecorder> recorder_;
   std::shared_ptr<FlightRing> ring_;

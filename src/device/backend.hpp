@@ -52,6 +52,10 @@ class Backend {
   virtual void* allocate(std::size_t bytes) = 0;
   virtual void release(void* device) noexcept = 0;  // of allocate(); null is a no-op
 
+  // Whether `p` is an address of this backend's memory (what cudaPointerGetAttributes tells a
+  // CUDA-aware MPI): false for every address on the cpu backend, whose memory is host memory.
+  virtual bool is_device_address(const void* p) const = 0;
+
   virtual void copy_to_device(void* device_dst, const void* host_src, std::size_t bytes) = 0;
   virtual void copy_to_host(void* host_dst, const void* device_src, std::size_t bytes) const = 0;
   virtual void copy_on_device(void* device_dst, const void* device_src, std::size_t bytes) = 0;

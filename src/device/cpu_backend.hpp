@@ -12,6 +12,7 @@ class CpuBackend final : public Backend {
  public:
   DeviceKind kind() const override { return DeviceKind::cpu; }
   bool host_addressable() const override { return true; }
+  bool is_device_address(const void*) const override { return false; }
   void* allocate(std::size_t bytes) override;
   void release(void* device) noexcept override;
   void copy_to_device(void* device_dst, const void* host_src, std::size_t bytes) override;

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstring>
 #include <span>
 #include <type_traits>
 #include <utility>
@@ -120,6 +121,21 @@ void upload(DeviceBuffer<T>& buffer, std::span<const T> host) {
   TZ_CHECK_EQ(host.size(), buffer.size());
   upload(buffer.data(), host.data(), host.size());
 }
+// `bytes` bytes from `src` to `dst`, each host memory or memory of `backend`, told apart by address
+// (as cudaMemcpy with cudaMemcpyDefault does under unified addressing).
+inline void copy_bytes(Backend& backend, void* dst, const void* src, std::size_t bytes) {
+  if (bytes == 0) return;
+  const bool d = backend.is_device_address(dst), s = backend.is_device_address(src);
+  if (d && s)
+    backend.copy_on_device(dst, src, bytes);
+  else if (d)
+    backend.copy_to_device(dst, src, bytes);
+  else if (s)
+    backend.copy_to_host(dst, src, bytes);
+  else
+    std::memmove(dst, src, bytes);
+}
+
 // Device -> device, `n` elements; both on the same backend.
 template <typename T, typename S>
 requires std::is_same_v<std::remove_const_t<S>, T>

@@ -24,6 +24,9 @@ class EmulatedBackend final : public Backend {
  public:
   DeviceKind kind() const override { return DeviceKind::emulated; }
   bool host_addressable() const override { return false; }
+  bool is_device_address(const void* p) const override {
+    return (reinterpret_cast<std::uintptr_t>(p) & kEmulatedAddressTag) == kEmulatedAddressTag;
+  }
   void* allocate(std::size_t bytes) override;
   void release(void* device) noexcept override;
   void copy_to_device(void* device_dst, const void* host_src, std::size_t bytes) override;

@@ -14,11 +14,13 @@
 #include <cstdio>
 #include <cstring>
 #include <mutex>
+#include <utility>
 #include <vector>
 
 #include "core/error.hpp"
 #include "device/cpu/block_quantize.hpp"
 #include "device/host_stream.hpp"
+#include "device/kernels.hpp"
 #include "quant/collective_after.hpp"
 #include "quant/scratch_pool.hpp"
 
@@ -76,32 +78,38 @@ Work qgz_reduce_scatter(Mesh& mesh, const CollectiveRequest& request, const Coll
   TZ_CHECK(plan.quant == CollectiveQuant::qgz, "qgz_reduce_scatter of a {} plan",
            collective_route_name(plan.route));
   HostStream& host = host_stream(HostLane::gradients);
+  // The gradient, the shard and the code buffers are memory of the world's backend; the quantization
+  // runs as its kernels.
+  Backend& dev = backend(mesh.world().options().device);
+  Kernels* k = &dev.kernels();
   if (plan.steps.empty())  // a group of one: this rank's block is the whole input
-    return host.enqueue([=] { std::memcpy(shard_out, full_grad, count * sizeof(float)); }, {after});
+    return host.enqueue([=, &dev] { copy_bytes(dev, shard_out, full_grad, count * sizeof(float)); }, {after});
 
-  ScratchPool& pool = quant_scratch();
+  ScratchPool& pool = quant_scratch(dev);
   // Quantizes the f slices of `slice` elements of `in` into `send`, each on its own.
-  auto quantize_slices = [opts, stats](const float* in, std::size_t slice, int f, std::size_t qbytes,
-                                       std::byte* send) {
+  auto quantize_slices = [opts, stats, k](DevicePtr<const float> in, std::size_t slice, int f,
+                                          std::size_t qbytes, DevicePtr<std::byte> send) {
     for (int j = 0; j < f; ++j) {
-      const QuantStats st = quantize(in + j * slice, DType::f32, slice,
-                                     reinterpret_cast<std::uint8_t*>(send) + j * qbytes, opts);
+      const QuantStats st = k->quantize(device_cast<std::uint8_t>(send + j * qbytes),
+                                        as_bytes(in + j * slice), slice, DType::f32, opts);
       if (stats) *stats += st;
     }
   };
   // Sums the f received slices of `slice` elements into `out`, in peer order, in fp32.
-  auto sum_slices = [opts](const std::byte* recv, std::size_t slice, int f, std::size_t qbytes, float* out) {
-    std::fill(out, out + slice, 0.0f);
+  auto sum_slices = [opts, k, &dev](DevicePtr<const std::byte> recv, std::size_t slice, int f,
+                                    std::size_t qbytes, DevicePtr<float> out) {
+    dev.fill_bytes(out.address(), 0, slice * sizeof(float));
     for (int j = 0; j < f; ++j)
-      dequantize_add(reinterpret_cast<const std::uint8_t*>(recv) + j * qbytes, slice, out, opts);
+      k->dequantize_add(out, device_cast<const std::uint8_t>(recv + j * qbytes), slice, opts);
   };
+  const DevicePtr<const float> grad_in(&dev, full_grad);
+  const DevicePtr<float> grad_out(&dev, shard_out);
 
   std::size_t m = count * static_cast<std::size_t>(mesh.group_size(request.tiers));
   const int f_first = plan.steps.front().group_size;
   std::size_t slice = m / f_first, qbytes = quantized_bytes(slice, opts);
   ScratchBuffer send = pool.get(qbytes * f_first);
-  Work ready =
-      host.enqueue([=] { quantize_slices(full_grad, slice, f_first, qbytes, send->data()); }, {after});
+  Work ready = host.enqueue([=] { quantize_slices(grad_in, slice, f_first, qbytes, send->data()); }, {after});
   for (std::size_t i = 0; i < plan.steps.size(); ++i) {
     const TierStep& step = plan.steps[i];
     const int f = step.group_size;
@@ -110,11 +118,11 @@ Work qgz_reduce_scatter(Mesh& mesh, const CollectiveRequest& request, const Coll
     ScratchBuffer recv = pool.get(qbytes * f);
     Communicator& comm = mesh.tier(step.tier);
     comm.stream_wait(ready);
-    const Work arrived = comm.all_to_all(send->data(), recv->data(), qbytes, DType::u8);
+    const Work arrived = comm.all_to_all(send->data().address(), recv->data().address(), qbytes, DType::u8);
     if (i + 1 == plan.steps.size())
       return host.enqueue(
           [=] {
-            sum_slices(recv->data(), slice, f, qbytes, shard_out);
+            sum_slices(std::as_const(*recv).data(), slice, f, qbytes, grad_out);
             (void)send;  // the all-to-all reads it until `arrived`
           },
           {arrived});
@@ -125,8 +133,8 @@ Work qgz_reduce_scatter(Mesh& mesh, const CollectiveRequest& request, const Coll
     ScratchBuffer send_next = pool.get(qbytes_next * f_next);
     ready = host.enqueue(
         [=] {
-          auto* sum = reinterpret_cast<float*>(partial->data());
-          sum_slices(recv->data(), slice, f, qbytes, sum);
+          const DevicePtr<float> sum = device_cast<float>(partial->data());
+          sum_slices(std::as_const(*recv).data(), slice, f, qbytes, sum);
           quantize_slices(sum, slice_next, f_next, qbytes_next, send_next->data());
           (void)send;  // the all-to-all reads it until `arrived`
         },

@@ -10,10 +10,12 @@
 #include "quant/qwz_all_gather.hpp"
 
 #include <cstdint>
+#include <utility>
 
 #include "core/error.hpp"
 #include "device/cpu/block_quantize.hpp"
 #include "device/host_stream.hpp"
+#include "device/kernels.hpp"
 #include "quant/collective_after.hpp"
 #include "quant/scratch_pool.hpp"
 
@@ -31,20 +33,24 @@ void check_args(const void* shard, const void* full, std::size_t count, DType dt
 
 // Steps 1-3 around a gather of `group` pieces: `first` is the communicator the gather starts on
 // (null for a group of one), `gather(local, gathered, bytes)` issues it.
+// The shard and the full buffer are memory of `dev` (CommOptions::device); so are the code buffers,
+// and the quantization runs as its kernels.
 template <typename Gather>
-Work quantized_gather(int group, Communicator* first, const void* shard, void* full, std::size_t count,
-                      DType dtype, const QuantOptions& opts, QuantStats* stats, const Work& after,
-                      Gather&& gather) {
+Work quantized_gather(Backend& dev, int group, Communicator* first, const void* shard, void* full,
+                      std::size_t count, DType dtype, const QuantOptions& opts, QuantStats* stats,
+                      const Work& after, Gather&& gather) {
   check_args(shard, full, count, dtype, opts);
   if (count == 0) return Work();
   HostStream& host = host_stream(HostLane::weights);
   const std::size_t qbytes = quantized_bytes(count, opts);
-  ScratchBuffer local = quant_scratch().get(qbytes);
-  ScratchBuffer gathered = group > 1 ? quant_scratch().get(qbytes * group) : local;
+  ScratchBuffer local = quant_scratch(dev).get(qbytes);
+  ScratchBuffer gathered = group > 1 ? quant_scratch(dev).get(qbytes * group) : local;
+  const DevicePtr<const std::byte> x(&dev, static_cast<const std::byte*>(shard));
+  const DevicePtr<std::byte> y(&dev, static_cast<std::byte*>(full));
   Work quantized = host.enqueue(
-      [=] {
+      [=, &dev] {
         const QuantStats st =
-            quantize(shard, dtype, count, reinterpret_cast<std::uint8_t*>(local->data()), opts);
+            dev.kernels().quantize(device_cast<std::uint8_t>(local->data()), x, count, dtype, opts);
         if (stats) *stats += st;
       },
       {after});
@@ -52,16 +58,16 @@ Work quantized_gather(int group, Communicator* first, const void* shard, void* f
   if (group > 1) {
     TZ_CHECK(first != nullptr, "qwz_all_gather over {} ranks without a communicator", group);
     first->stream_wait(quantized);
-    arrived = gather(reinterpret_cast<const std::uint8_t*>(local->data()),
-                     reinterpret_cast<std::uint8_t*>(gathered->data()), qbytes);
+    arrived = gather(reinterpret_cast<const std::uint8_t*>(local->data().address()),
+                     reinterpret_cast<std::uint8_t*>(gathered->data().address()), qbytes);
   }
   return host.enqueue(
-      [=] {
+      [=, &dev] {
         const std::size_t shard_bytes = count * dtype_bytes(dtype);
-        const auto* codes = reinterpret_cast<const std::uint8_t*>(gathered->data());
+        const DevicePtr<const std::uint8_t> codes =
+            device_cast<const std::uint8_t>(std::as_const(*gathered).data());
         for (int i = 0; i < group; ++i)
-          dequantize(codes + i * qbytes, count, static_cast<std::uint8_t*>(full) + i * shard_bytes, dtype,
-                     opts);
+          dev.kernels().dequantize(y + i * shard_bytes, dtype, codes + i * qbytes, count, opts);
         (void)local;  // the local codes live until the gather that reads them is done
       },
       {arrived});
@@ -71,7 +77,8 @@ Work quantized_gather(int group, Communicator* first, const void* shard, void* f
 
 Work qwz_all_gather(Communicator& comm, const void* shard, void* full, std::size_t count, DType dtype,
                     const QuantOptions& opts, QuantStats* stats, const Work& after) {
-  return quantized_gather(comm.size(), &comm, shard, full, count, dtype, opts, stats, after,
+  return quantized_gather(backend(comm.options().device), comm.size(), &comm, shard, full, count, dtype, opts,
+                          stats, after,
                           [&](const std::uint8_t* local, std::uint8_t* gathered, std::size_t bytes) {
                             return comm.all_gather(local, gathered, bytes, DType::u8);
                           });
@@ -94,8 +101,9 @@ Work qwz_all_gather(Mesh& mesh, const CollectiveRequest& request, const Collecti
   TZ_CHECK(plan.quant == CollectiveQuant::qwz, "qwz_all_gather of a {} plan",
            collective_route_name(plan.route));
   const int group = mesh.group_size(request.tiers);
-  return quantized_gather(group, group > 1 ? first_step_communicator(mesh, plan, request.tiers) : nullptr,
-                          shard, full, request.count, request.dtype, request.quant_options(), stats, after,
+  return quantized_gather(backend(mesh.world().options().device), group,
+                          group > 1 ? first_step_communicator(mesh, plan, request.tiers) : nullptr, shard,
+                          full, request.count, request.dtype, request.quant_options(), stats, after,
                           [&](const std::uint8_t* local, std::uint8_t* gathered, std::size_t bytes) {
                             TZ_CHECK_EQ(bytes, plan.wire_count);
                             return mesh.execute(plan, CollectiveKind::all_gather, request.tiers, local,

@@ -2,9 +2,9 @@
 
 namespace tz {
 
-ScratchPool& quant_scratch() {
-  thread_local ScratchPool pool;
-  return pool;
+ScratchPool& quant_scratch(Backend& device) {
+  thread_local ScratchPool cpu(backend(DeviceKind::cpu)), emulated(backend(DeviceKind::emulated));
+  return device.kind() == DeviceKind::cpu ? cpu : emulated;
 }
 
 }  // namespace tz

@@ -33,6 +33,30 @@ add_test(NAME ckpt_mpi_resume_np3_bitwise
 set_tests_properties(ckpt_mpi_resume_np3_bitwise PROPERTIES FIXTURES_REQUIRED "ckpt_whole;ckpt_same_resumed"
                      PASS_REGULAR_EXPRESSION "bitwise equal" LABELS mpi TIMEOUT 60)
 
+# The strict emulated device (docs/backends.md): 8 ranks of three-level on frontier-mini print bitwise
+# the metrics of the cpu backend; a checkpoint saved on the emulated device resumes on the cpu one
+# bitwise as the uninterrupted run.
+foreach(device cpu emulated)
+  tz_ck_test(ckpt_mpi_device_${device}_np8 8 ARGS --topology frontier-mini --emulate --plan three-level --batch 3
+             --steps 3 --device ${device} --metrics ${TZ_CK_DIR}/device_${device}.jsonl PASS "done: final loss"
+             SETUP ckpt_device_${device})
+endforeach()
+add_test(NAME ckpt_mpi_device_emulated_equals_cpu
+         COMMAND ${TZ_CK_COMPARE} ${TZ_CK_DIR}/device_cpu.jsonl ${TZ_CK_DIR}/device_emulated.jsonl --from-step 1)
+set_tests_properties(ckpt_mpi_device_emulated_equals_cpu PROPERTIES
+                     FIXTURES_REQUIRED "ckpt_device_cpu;ckpt_device_emulated" PASS_REGULAR_EXPRESSION "bitwise equal"
+                     LABELS mpi TIMEOUT 60)
+tz_ck_test(ckpt_mpi_save_emulated_np3 3 ARGS --steps 3 --save-every 3 --save-dir ${TZ_CK_DIR}/emulated --device emulated
+           PASS "saved .*emulated/step_3.*done: final loss" SETUP ckpt_emulated_saved)
+tz_ck_test(ckpt_mpi_resume_emulated_on_cpu_np3 3 ARGS --resume ${TZ_CK_DIR}/emulated --device cpu
+           --metrics ${TZ_CK_DIR}/emulated_resumed.jsonl PASS "resumed from .*emulated/step_3 at step 3.*done: final loss"
+           REQUIRES ckpt_emulated_saved SETUP ckpt_emulated_resumed)
+add_test(NAME ckpt_mpi_resume_emulated_on_cpu_bitwise
+         COMMAND ${TZ_CK_COMPARE} ${TZ_CK_DIR}/whole.jsonl ${TZ_CK_DIR}/emulated_resumed.jsonl --from-step 4)
+set_tests_properties(ckpt_mpi_resume_emulated_on_cpu_bitwise PROPERTIES
+                     FIXTURES_REQUIRED "ckpt_whole;ckpt_emulated_resumed" PASS_REGULAR_EXPRESSION "bitwise equal"
+                     LABELS mpi TIMEOUT 60)
+
 # Another shape: 8 ranks three-level on frontier-mini -> 3 ranks zero3 on flat -> 1 process, the
 # global batch kept at 24 sequences; the continued losses match an uninterrupted run at each new shape
 # to 1e-5 relative (only the reduction order changes).

@@ -75,20 +75,22 @@ TEST(HostStream, ThreadStreamsAreOnePerLaneAndPerThread) {
 }
 
 TEST(ScratchPool, BuffersComeBackForReuseFromAnyThread) {
-  ScratchPool pool;
-  {
-    ScratchBuffer a = pool.get(100), b = pool.get(1000);
-    EXPECT_GE(a->size(), 100u);
-    EXPECT_GE(b->size(), 1000u);
-    EXPECT_NE(a.get(), b.get());
-    std::thread([b = std::move(b)]() mutable { b.reset(); }).join();  // dropped on another thread
+  for (DeviceKind kind : {DeviceKind::cpu, DeviceKind::emulated}) {
+    ScratchPool pool(backend(kind));
+    {
+      ScratchBuffer a = pool.get(100), b = pool.get(1000);
+      EXPECT_GE(a->size(), 100u);
+      EXPECT_GE(b->size(), 1000u);
+      EXPECT_NE(a.get(), b.get());
+      std::thread([b = std::move(b)]() mutable { b.reset(); }).join();  // dropped on another thread
+    }
+    EXPECT_EQ(pool.buffers(), 2u);
+    for (int i = 0; i < 10; ++i) {
+      ScratchBuffer a = pool.get(1000), b = pool.get(50);
+      EXPECT_GE(a->size(), 1000u);
+    }
+    EXPECT_EQ(pool.buffers(), 2u) << "steady-state use allocates nothing";
   }
-  EXPECT_EQ(pool.buffers(), 2u);
-  for (int i = 0; i < 10; ++i) {
-    ScratchBuffer a = pool.get(1000), b = pool.get(50);
-    EXPECT_GE(a->size(), 1000u);
-  }
-  EXPECT_EQ(pool.buffers(), 2u) << "steady-state use allocates nothing";
 }
 
 }  // namespace
