@@ -122,6 +122,49 @@ nlohmann::json cost_to_json(const Topology& topo, const PartitionPlan& plan, con
           {"fits", c.fits}};
 }
 
+std::string format_critical_path(const StepCost& c) {
+  if (c.critical_path.empty()) return {};
+  const auto& path = c.critical_path;
+  // Time on the path per kind, in order of first appearance.
+  std::vector<std::pair<std::string, std::pair<double, int>>> kinds;
+  double total = 0;
+  for (const CriticalStep& s : path) {
+    auto it = std::find_if(kinds.begin(), kinds.end(), [&](const auto& k) { return k.first == s.group; });
+    if (it == kinds.end()) it = kinds.insert(kinds.end(), {s.group, {0.0, 0}});
+    it->second.first += s.seconds;
+    it->second.second += 1;
+    total += s.seconds;
+  }
+  std::string out = fmt::format(
+      "\ncritical path of the steady step (the operations that decided when the next step starts): "
+      "{:.4f} s (step {:.4f} s)\n",
+      total, c.step_s);
+  for (const auto& [group, t] : kinds)
+    out += fmt::format("  {:<28} {:>10.4f} s  {:>5.1f}%  {} ops\n", group, t.first,
+                       c.step_s > 0 ? 100 * t.first / c.step_s : 0.0, t.second);
+  // The chain, consecutive operations of a kind on one line.
+  std::vector<std::string> rows;
+  for (std::size_t i = 0; i < path.size();) {
+    std::size_t j = i + 1;
+    double seconds = path[i].seconds;
+    while (j < path.size() && path[j].group == path[i].group) seconds += path[j++].seconds;
+    const std::string what = j - i == 1 ? path[i].what : path[i].what + " .. " + path[j - 1].what;
+    rows.push_back(fmt::format("{:>10.4f} {:>10.4f}  {:<8} {:>5}  {}\n", path[i].start_s, seconds,
+                               path[i].compute ? "compute" : "comm", j - i, what));
+    i = j;
+  }
+  out += fmt::format("{:>10} {:>10}  {:<8} {:>5}  {}\n", "start_s", "seconds", "stream", "ops", "operations");
+  constexpr std::size_t kEnds = 12;  // rows shown at each end of a long chain
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    if (rows.size() > 2 * kEnds && i == kEnds) {
+      out += fmt::format("{:>10} {:>10}  ({} rows more)\n", "...", "", rows.size() - 2 * kEnds);
+      i = rows.size() - kEnds;
+    }
+    out += rows[i];
+  }
+  return out;
+}
+
 std::string format_explain(const Topology& topo, const PartitionPlan& plan, const StepCost& c) {
   std::string out =
       fmt::format("plan {} ({}; {} collectives) on {} x {} ranks, run as {} runs it, step boundary {}\n",
@@ -153,6 +196,7 @@ std::string format_explain(const Topology& topo, const PartitionPlan& plan, cons
                      "", bytes / 1e9, busy, exposed);
   out += fmt::format("check: compute + kernels + optimizer + exposed = {:.4f} s (step {:.4f} s)\n",
                      c.compute_s + c.kernel_s + c.optimizer_s + exposed, c.step_s);
+  out += format_critical_path(c);
   return out;
 }
 

@@ -37,6 +37,10 @@ nlohmann::json cost_to_json(const Topology& topo, const PartitionPlan& plan, con
 // and tier: scheduled collectives, messages, bytes, busy time split into latency, bandwidth,
 // reductions and kernels, exposed time, and how it was priced (a measured curve or the closed form).
 // The rows' exposed times plus compute, kernels and optimizer add up to the step time.
+// Ends with the critical path (format_critical_path).
 std::string format_explain(const Topology& topo, const PartitionPlan& plan, const StepCost& cost);
+// The steady step's critical path, consecutive operations of one kind on one line (start, seconds,
+// stream, how many, the first and last); its total equals the step time. Empty without overlap.
+std::string format_critical_path(const StepCost& cost);
 
 }  // namespace tz::perf

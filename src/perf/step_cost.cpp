@@ -8,16 +8,13 @@
 #include "core/error.hpp"
 #include "perf/activation_memory.hpp"
 #include "perf/collective_price.hpp"
+#include "perf/critical_path.hpp"
 #include "perf/kernel_time.hpp"
 #include "perf/model_ranges.hpp"
 #include "perf/step_flops.hpp"
 #include "perf/step_timeline.hpp"
 
 namespace tz::perf {
-
-std::string_view boundary_mode_name(BoundaryMode m) {
-  return m == BoundaryMode::exposed ? "exposed" : "pipelined";
-}
 
 BoundaryMode parse_boundary_mode(std::string_view text, std::string_view option) {
   if (text == "exposed") return BoundaryMode::exposed;
@@ -48,7 +45,7 @@ struct LabelPart {
 // runtime issues it.
 struct Item {
   const ScheduledCollective* c = nullptr;  // the representative collective (kind, tiers, steps)
-  std::vector<int> collectives;            // indices into the schedule
+  std::vector<int> collectives;            // indices into the schedule (the last one is `c`)
   int acquisition = -1;  // gather: the acquisition it serves; reduction: the one after which it is issued
   double seconds = 0;    // on the comm stream, kernels inside included
   double kernel_s = 0;   // of which kernels (comm stream) ...
@@ -138,22 +135,55 @@ std::vector<double> gather_scales(const ModelRanges& mr, int range, Runtime runt
   return numel;
 }
 
-}  // namespace
-
-PlannedStep plan_step(const ModelShape& model, const Topology& topo, const PartitionPlan& plan) {
-  const ModelRanges mr = model_ranges(model.config);
-  std::vector<RangeSpec> ranges;
-  for (std::size_t i = 0; i < mr.names.size(); ++i) ranges.push_back(RangeSpec{mr.names[i], mr.numel[i]});
-  ShardLayout layout(std::move(ranges), topo, plan);
-  StepSchedule schedule(layout, AcquisitionOrder{mr.forward, mr.backward});
-  return PlannedStep{std::move(layout), std::move(schedule)};
+// Every node's own time: an acquisition its compute (with DeepSpeed's dequantization before it),
+// AdamW its range's share of the update (all of it for the exposed boundary's one optimizer node);
+// joins, the optimizer's check on a steady step (see below) and collectives 0 (collectives are
+// priced as the runtime's messages).
+std::vector<double> node_seconds(const StepGraph& graph, const ShardLayout& layout,
+                                 const std::vector<double>& compute, const std::vector<double>& acq_kernel,
+                                 double update_s) {
+  double o_total = 0;
+  for (int r = 0; r < layout.num_ranges(); ++r) o_total += double(layout.shard_numel(ModelState::optim, r));
+  std::vector<double> out(graph.nodes().size(), 0.0);
+  for (std::size_t n = 0; n < out.size(); ++n) {
+    const StepNode& node = graph.nodes()[n];
+    if (node.op == StepOp::forward || node.op == StepOp::backward)
+      out[n] = compute[node.acquisition] + acq_kernel[node.acquisition];
+    else if (node.op == StepOp::adamw && o_total > 0)
+      out[n] = update_s * double(layout.shard_numel(ModelState::optim, node.range)) / o_total;
+    else if (node.op == StepOp::optimizer)
+      out[n] = update_s;
+  }
+  return out;
 }
 
-StepCost predict_step(const ModelShape& model, const Topology& topo, const PartitionPlan& plan,
-                      const CostOptions& options) {
+// `steps` copies of the graph back to back (task k * N + n is node n of step k), with each node's
+// seconds and extra conditions within its step (`joins`); a node's conditions on the previous step
+// bind from the second copy on.
+std::vector<TimelineTask> unroll(const StepGraph& graph, const std::vector<double>& seconds,
+                                 const std::vector<std::vector<int>>& joins, int steps) {
+  const int N = static_cast<int>(graph.nodes().size());
+  std::vector<TimelineTask> tasks;
+  tasks.reserve(static_cast<std::size_t>(N) * steps);
+  for (int k = 0; k < steps; ++k)
+    for (int n = 0; n < N; ++n) {
+      const StepNode& node = graph.nodes()[n];
+      TimelineTask t{.stream = node.stream == StepStream::compute ? TimelineTask::Stream::compute
+                                                                  : TimelineTask::Stream::comm,
+                     .seconds = seconds[n]};
+      for (int d : node.after_start) t.after_start.push_back(k * N + d);
+      for (int d : node.after_end) t.after_end.push_back(k * N + d);
+      for (int d : joins[n]) t.after_end.push_back(k * N + d);
+      if (k > 0)
+        for (int d : node.after_previous_end) t.after_end.push_back((k - 1) * N + d);
+      tasks.push_back(std::move(t));
+    }
+  return tasks;
+}
+
+void check_cost_inputs(const Topology& topo, const CostOptions& options) {
   TZ_CHECK(topo.resolved(), "cost model needs a resolved topology");
-  const DeviceSpec& dev = topo.device();
-  if (!(dev.peak_tflops > 0))
+  if (!(topo.device().peak_tflops > 0))
     fail_input("topology {}: device.peak_tflops is needed by the cost model (calibrate or add it)",
                topo.name());
   if (!(options.achievable_fraction > 0 && options.achievable_fraction <= 1))
@@ -172,6 +202,24 @@ StepCost predict_step(const ModelShape& model, const Topology& topo, const Parti
   if (!(options.bucket_elements >= 0) || !std::isfinite(options.bucket_elements))
     fail_input("cost model: bucket elements must be >= 0 (0 = the runtime's own), got {}",
                options.bucket_elements);
+}
+
+}  // namespace
+
+PlannedStep plan_step(const ModelShape& model, const Topology& topo, const PartitionPlan& plan) {
+  const ModelRanges mr = model_ranges(model.config);
+  std::vector<RangeSpec> ranges;
+  for (std::size_t i = 0; i < mr.names.size(); ++i) ranges.push_back(RangeSpec{mr.names[i], mr.numel[i]});
+  ShardLayout layout(std::move(ranges), topo, plan);
+  AcquisitionOrder order{mr.forward, mr.backward};
+  StepSchedule schedule(layout, order);
+  return PlannedStep{std::move(layout), std::move(schedule), std::move(order)};
+}
+
+StepCost predict_step(const ModelShape& model, const Topology& topo, const PartitionPlan& plan,
+                      const CostOptions& options) {
+  check_cost_inputs(topo, options);
+  const DeviceSpec& dev = topo.device();
 
   const GptConfig& cfg = model.config;
   const PlanOptions& po = plan.options();
@@ -304,7 +352,6 @@ StepCost predict_step(const ModelShape& model, const Topology& topo, const Parti
   out.kernels_priced = !pricer.kernels_needed || pricer.kernel_rate > 0;
   const MemoryPlan mem0 = plan_memory(layout);
   const double o_elements = double(mem0.optim_bytes) / 12.0;
-  const bool pipelined = options.boundary == BoundaryMode::pipelined;
   // The engine's non-finite check before the vote reads nothing on a steady step (the last update's
   // bound proves its count 0: device/cpu/adamw.hpp); only a first step or one after a restore reads the
   // state, and a steady step is what is priced.
@@ -327,174 +374,57 @@ StepCost predict_step(const ModelShape& model, const Topology& topo, const Parti
       comm += item_at(k).seconds, item_exposed[k] = item_at(k).seconds;
     out.step_s = out.compute_s + out.kernel_s + out.optimizer_s + comm;
   } else {
-    // The timeline of kSteps steps. Per step: computes (acquisitions, then the boundary's), then the
-    // pass items, then the boundary items; conditions as BoundaryMode documents.
-    std::vector<TimelineTask> tasks;
-    std::vector<int> task_item;  // task -> item index (pass then boundary), -1 for compute
-    auto add = [&](TimelineTask t, int item) {
-      tasks.push_back(std::move(t));
-      task_item.push_back(item);
-      return static_cast<int>(tasks.size()) - 1;
-    };
-    const int d = po.prefetch_depth;
-    // First forward use of each range (pipelined AdamW order) and the O shard split per range.
-    std::vector<int> adam_order;
-    for (int r : mr.forward)
-      if (std::find(adam_order.begin(), adam_order.end(), r) == adam_order.end()) adam_order.push_back(r);
-    double o_total = 0;
-    for (int r = 0; r < layout.num_ranges(); ++r) o_total += double(layout.shard_numel(ModelState::optim, r));
-    std::vector<int> first_compute(kSteps, -1), boundary_first(kSteps, -1);
-    // Step k-1's tasks the next step waits for: exposed: the loss; pipelined: per range the refresh
-    // (or AdamW when nothing is refreshed).
-    int prev_loss = -1;
-    std::vector<int> prev_ready(layout.num_ranges(), -1);
-    for (int k = 0; k < kSteps; ++k) {
-      std::vector<int> acq(n_acq);
-      for (int a = 0; a < n_acq; ++a)
-        acq[a] = add({.stream = TimelineTask::Stream::compute, .seconds = compute[a] + acq_kernel[a]}, -1);
-      first_compute[k] = acq[0];
-      if (!pipelined && prev_loss >= 0) tasks[acq[0]].after_end.push_back(prev_loss);
-      // Boundary computes (stream order after the passes).
-      const int backward_done = add({.stream = TimelineTask::Stream::compute}, -1);
-      std::vector<int> adam(layout.num_ranges(), -1);
-      int after_rs = -1, after_ar = -1, optimizer = -1, after_refresh = -1, step_end = -1, check = -1;
-      if (pipelined) {
-        check = add({.stream = TimelineTask::Stream::compute}, -1);  // the check: no pass (see above)
-        for (int r : adam_order)
-          adam[r] = add(
-              {.stream = TimelineTask::Stream::compute,
-               .seconds =
-                   o_total > 0 ? update_s * double(layout.shard_numel(ModelState::optim, r)) / o_total : 0.0},
-              -1);
-      } else {
-        after_rs = add({.stream = TimelineTask::Stream::compute}, -1);
-        after_ar = add({.stream = TimelineTask::Stream::compute}, -1);
-        optimizer = add({.stream = TimelineTask::Stream::compute, .seconds = update_s}, -1);
-        after_refresh = add({.stream = TimelineTask::Stream::compute}, -1);
-        step_end = add({.stream = TimelineTask::Stream::compute}, -1);
-      }
-      // Pass items.
-      std::vector<int> range_final(layout.num_ranges(), -1);  // last micro-batch: gradient final
-      for (int r = 0; r < layout.num_ranges(); ++r)
-        if (last_bwd[r] >= 0) range_final[r] = acq[(accum - 1) * per_micro + nf + last_bwd[r]];
-      for (std::size_t p = 0; p < pass.size(); ++p) {
-        const Item& it = pass[p];
-        TimelineTask t{.stream = TimelineTask::Stream::comm, .seconds = it.seconds};
-        const bool gather = it.c->purpose != CollectivePurpose::grad_reduce;
-        if (gather) {
-          const int a = it.acquisition;
-          if (d == 0 && a > 0) t.after_end.push_back(acq[a - 1]);
-          if (d > 0 && a - d > 0) t.after_start.push_back(acq[a - d]);
-          if (!pipelined && prev_loss >= 0) t.after_end.push_back(prev_loss);
-          if (pipelined && prev_ready[it.c->range] >= 0) t.after_end.push_back(prev_ready[it.c->range]);
-        } else {
-          t.after_end.push_back(acq[it.acquisition]);
-        }
-        const int id = add(std::move(t), static_cast<int>(p));
-        if (gather) tasks[acq[it.acquisition]].after_end.push_back(id);
-        if (!gather) {
-          tasks[backward_done].after_end.push_back(id);
-          if (it.c->micro_batch == accum - 1)
-            for (int ci : it.collectives) range_final[cols[ci].range] = id;
-        }
-      }
-      // Boundary items in schedule order.
-      std::vector<int> rs_of(layout.num_ranges(), -1);
-      int grad_norm = -1, nonfinite = -1;
-      std::vector<int> refresh(layout.num_ranges(), -1);
-      boundary_first[k] = static_cast<int>(tasks.size());
-      for (std::size_t q = 0; q < boundary.size(); ++q) {
-        const Item& it = boundary[q];
-        const int r = it.c->range;
-        TimelineTask t{.stream = TimelineTask::Stream::comm, .seconds = it.seconds};
-        switch (it.c->purpose) {
-          case CollectivePurpose::grad_boundary_reduce:
-            t.after_end.push_back(pipelined ? range_final[r] : backward_done);
-            break;
-          case CollectivePurpose::grad_replica_reduce:
-            if (pipelined)
-              t.after_end.push_back(rs_of[r] >= 0 ? rs_of[r] : range_final[r]);
-            else
-              t.after_end.push_back(after_rs);
-            break;
-          case CollectivePurpose::grad_norm:
-            t.after_end.push_back(pipelined ? backward_done : after_ar);
-            break;
-          case CollectivePurpose::nonfinite_flag:
-            if (pipelined)  // the vote carries the optimizer's check, which needs the norm
-              t.after_end.push_back(check);
-            else
-              t.after_end.push_back(grad_norm >= 0 ? grad_norm : after_ar);
-            break;
-          case CollectivePurpose::weight_refresh:
-            t.after_end.push_back(pipelined ? adam[r] : optimizer);
-            break;
-          case CollectivePurpose::loss_sum:
-            if (pipelined)  // issued as the last micro-batch's forward ends
-              t.after_end.push_back(acq[(accum - 1) * per_micro + nf - 1]);
-            else
-              t.after_end.push_back(after_refresh);
-            break;
-          default:
-            TZ_CHECK(false, "unexpected {} at the boundary", collective_purpose_name(it.c->purpose));
-        }
-        const int id = add(std::move(t), static_cast<int>(pass.size() + q));
-        switch (it.c->purpose) {
-          case CollectivePurpose::grad_boundary_reduce:
-            rs_of[r] = id;
-            if (pipelined)
-              tasks[backward_done].after_end.push_back(id);
-            else
-              tasks[after_rs].after_end.push_back(id);
-            break;
-          case CollectivePurpose::grad_replica_reduce:
-            if (pipelined)
-              tasks[backward_done].after_end.push_back(id);
-            else
-              tasks[after_ar].after_end.push_back(id);
-            break;
-          case CollectivePurpose::grad_norm:
-            grad_norm = id;
-            if (pipelined) tasks[check].after_end.push_back(id);
-            break;
-          case CollectivePurpose::nonfinite_flag:
-            nonfinite = id;
-            break;
-          case CollectivePurpose::weight_refresh:
-            refresh[r] = id;
-            if (!pipelined) tasks[after_refresh].after_end.push_back(id);
-            break;
-          case CollectivePurpose::loss_sum:
-            if (!pipelined) tasks[step_end].after_end.push_back(id);
-            break;
-          default:
-            break;
-        }
-      }
-      // AdamW waits for the scalars that decide it (the non-finite flag, else the norm).
-      const int decides = nonfinite >= 0 ? nonfinite : grad_norm;
-      if (pipelined) {
-        if (decides >= 0) tasks[adam[adam_order.front()]].after_end.push_back(decides);
-        for (int r = 0; r < layout.num_ranges(); ++r) prev_ready[r] = refresh[r] >= 0 ? refresh[r] : adam[r];
-      } else {
-        if (decides >= 0) tasks[optimizer].after_end.push_back(decides);
-        prev_loss = step_end;  // the next step starts after this one's last boundary collective
+    // The step graph, each node with its time, run for kSteps steps in a row.
+    const StepGraph graph(layout, schedule, planned.order, options.boundary);
+    const std::vector<double> node_s = node_seconds(graph, layout, compute, acq_kernel, update_s);
+    const int N = static_cast<int>(graph.nodes().size());
+    // The runtime's messages: an item is one collective, or a bucket of gradient reductions that runs
+    // as its last member (the other members take no time and end with it).
+    std::vector<int> node_item(N, -1);
+    std::vector<double> seconds = node_s;
+    std::vector<std::vector<int>> joins(N);
+    for (std::size_t k = 0; k < item_exposed.size(); ++k) {
+      const Item& it = item_at(k);
+      const int rep = graph.collective_node(it.collectives.back());
+      seconds[rep] = it.seconds;
+      for (int ci : it.collectives) {
+        const int n = graph.collective_node(ci);
+        node_item[n] = static_cast<int>(k);
+        if (n != rep) joins[n].push_back(rep);
       }
     }
+    const std::vector<TimelineTask> tasks = unroll(graph, seconds, joins, kSteps);
     // Steady period: from the second step's first compute to the third's.
     const Timeline tl = run_timeline(tasks);
-    const double lo = tl.start_s[first_compute[1]], hi = tl.start_s[first_compute[2]];
+    const double lo = tl.start_s[N], hi = tl.start_s[2 * N];
     const std::vector<double> exposed = exposure_in_window(tasks, tl, lo, hi);
     out.step_s = hi - lo;
     for (std::size_t t = 0; t < tasks.size(); ++t)
-      if (task_item[t] >= 0) item_exposed[task_item[t]] += exposed[t];
-    std::vector<std::pair<double, int>> issued;  // the second step's boundary tasks by issue time
-    for (int t = boundary_first[1]; t < boundary_first[1] + static_cast<int>(boundary.size()); ++t)
-      issued.push_back({tl.issue_s[t], t});
-    std::stable_sort(issued.begin(), issued.end());
-    for (const auto& [when, t] : issued) {
-      const ScheduledCollective& c = *boundary[task_item[t] - pass.size()].c;
+      if (node_item[t % N] >= 0) item_exposed[node_item[t % N]] += exposed[t];
+    std::vector<std::pair<double, int>> issued;  // the second step's boundary collectives by issue time
+    for (int n = 0; n < N; ++n) {
+      const StepNode& node = graph.nodes()[n];
+      if (node.op != StepOp::collective) continue;
+      const ScheduledCollective& c = cols[node.collective];
+      if (c.phase == StepPhase::boundary || c.phase == StepPhase::scalar)
+        issued.push_back({tl.issue_s[N + n], n});
+    }
+    std::stable_sort(issued.begin(), issued.end(),
+                     [](const auto& x, const auto& y) { return x.first < y.first; });
+    for (const auto& [when, n] : issued) {
+      const ScheduledCollective& c = cols[graph.nodes()[n].collective];
       out.boundary_order.push_back({std::string(collective_purpose_name(c.purpose)), c.range});
+    }
+    for (const PathLink& l : critical_path(tasks, tl, 2 * N, lo)) {
+      const int step = l.task / N, n = l.task % N;
+      out.critical_path.push_back(
+          {.what = graph.node_name(n) + (step == 0 ? " (previous step)" : ""),
+           .group = graph.nodes()[n].op == StepOp::collective
+                        ? std::string(collective_purpose_name(cols[graph.nodes()[n].collective].purpose))
+                        : "compute",
+           .compute = graph.nodes()[n].stream == StepStream::compute,
+           .start_s = l.from_s - lo,
+           .seconds = l.to_s - l.from_s});
     }
   }
   out.exposed_comm_s = std::max(0.0, out.step_s - out.compute_s - out.kernel_s - out.optimizer_s);

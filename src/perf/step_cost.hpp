@@ -30,6 +30,7 @@
 #include "plan/memory_plan.hpp"
 #include "plan/partition_plan.hpp"
 #include "plan/shard_layout.hpp"
+#include "plan/step_graph.hpp"
 #include "plan/step_schedule.hpp"
 #include "topology/topology.hpp"
 
@@ -37,22 +38,11 @@ namespace tz::perf {
 
 inline constexpr double kAdamBytesPerElement = 4 * 3 * 2 + 4 + 2;
 
-// The step boundary (gradient reduction up to O, replica all-reduce, scalars, AdamW, weight refresh).
-//   pipelined  as the engine runs it (the default): the loss all-reduce is issued as the last
-//              micro-batch's forward ends, waited for by nothing; in the last micro-batch each range's
-//              G -> O reduce-scatter is issued as soon as its gradient reduction ends (its gradient is
-//              final), its replica all-reduce right after; the grad norm once all are done; the
-//              optimizer's non-finite check (no pass on a steady step), then the non-finite vote; then AdamW
-//              range by range in the next forward's order, each range's refresh all-gather issued as soon as
-//              its AdamW ends; the next step's gather of a range waits for that range's refresh (or its AdamW
-//              when nothing is refreshed).
-//   exposed    the boundary run after the backward, as the engine ran it before pipelining and as
-//              DeepSpeed's optimizer step runs: after the last backward and all its reductions, every
-//              range's G -> O reduce-scatter, then every replica all-reduce, the grad-norm and
-//              non-finite scalars, AdamW on the whole O shard, every range's refresh all-gather, the
-//              loss; the next step starts after the loss. Nothing overlaps compute.
-enum class BoundaryMode { exposed, pipelined };
-std::string_view boundary_mode_name(BoundaryMode m);
+// The step boundary (gradient reduction up to O, replica all-reduce, scalars, AdamW, weight refresh):
+// plan/step_graph.hpp's BoundaryMode, pipelined as the engine runs it (the default) or exposed, as
+// DeepSpeed's optimizer step runs it; the step graph gives the order of operations of each.
+using ::tz::boundary_mode_name;
+using ::tz::BoundaryMode;
 BoundaryMode parse_boundary_mode(std::string_view text, std::string_view option);
 
 struct CostOptions {
@@ -115,6 +105,16 @@ struct CommCost {
   std::string bound_tier = {};  // the tier whose links bound the bandwidth part
 };
 
+// One operation of the critical path: a node of the step graph (StepGraph::node_name), its stream,
+// its start from the beginning of the steady step and its time on the path.
+struct CriticalStep {
+  std::string what;
+  std::string group;  // "compute", or the collective's purpose (collective_purpose_name)
+  bool compute = true;
+  double start_s = 0;
+  double seconds = 0;
+};
+
 struct StepCost {
   std::string plan;
   std::string runtime;
@@ -138,6 +138,9 @@ struct StepCost {
   // The steady step's boundary collectives in the order the model issues them (purpose, range; -1
   // for scalars): the order of operations BoundaryMode documents, for tests against the engine's.
   std::vector<std::pair<std::string, int>> boundary_order;
+  // The steady step's critical path (with overlap): the chain of the step graph's operations that
+  // decided when the next step could start, earliest first; its seconds add up to step_s.
+  std::vector<CriticalStep> critical_path;
   MemoryPlan memory;
   double capacity_bytes = 0;  // device memory; 0 = unknown
   bool fits = true;
@@ -148,6 +151,7 @@ struct StepCost {
 struct PlannedStep {
   ShardLayout layout;
   StepSchedule schedule;
+  AcquisitionOrder order;  // the model's, as the schedule was built
 };
 PlannedStep plan_step(const ModelShape& model, const Topology& topo, const PartitionPlan& plan);
 

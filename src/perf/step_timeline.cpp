@@ -20,6 +20,8 @@ Timeline run_timeline(const std::vector<TimelineTask>& tasks) {
   tl.start_s.assign(n, kNever);
   tl.end_s.assign(n, kNever);
   tl.exposed_s.assign(n, 0.0);
+  tl.cause.assign(n, -1);
+  tl.cause_at_start.assign(n, false);
 
   std::vector<int> pending(n, 0);
   std::vector<std::vector<int>> dependents(n);
@@ -43,6 +45,20 @@ Timeline run_timeline(const std::vector<TimelineTask>& tasks) {
   std::set<std::pair<double, int>> issued;  // comm tasks ready to run: (issue time, index)
   for (int i = 0; i < n; ++i)
     if (tasks[i].stream == TimelineTask::Stream::comm && pending[i] == 0) issued.insert({0.0, i});
+
+  // What decided task i's start at t: the stream's previous task `prev` when it ended at t (and
+  // t is later than the conditions allowed), else the condition met last.
+  auto record_cause = [&](int i, double t, int prev, double conditions_s) {
+    if (prev >= 0 && tl.end_s[prev] == t && t >= conditions_s) {
+      tl.cause[i] = prev;
+      return;
+    }
+    for (int d : tasks[i].after_end)
+      if (tl.end_s[d] == conditions_s) tl.cause[i] = d;
+    for (int d : tasks[i].after_start)
+      if (tl.cause[i] < 0 && tl.start_s[d] == conditions_s) tl.cause[i] = d, tl.cause_at_start[i] = true;
+  };
+  int last_compute = -1, last_comm = -1;
 
   auto start = [&](int i, double t) {
     tl.start_s[i] = t;
@@ -69,12 +85,16 @@ Timeline run_timeline(const std::vector<TimelineTask>& tasks) {
     if (tc <= tk) {
       const int i = computes[next_compute++];
       start(i, tc);
+      record_cause(i, tc, last_compute, condition_time(i));
       compute_free = tl.end_s[i];
+      last_compute = i;
     } else {
       const int i = issued.begin()->second;
       issued.erase(issued.begin());
       start(i, tk);
+      record_cause(i, tk, last_comm, tl.issue_s[i]);
       comm_free = tl.end_s[i];
+      last_comm = i;
     }
     ++started;
   }

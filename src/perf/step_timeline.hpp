@@ -30,6 +30,12 @@ struct Timeline {
   // Per task: comm tasks' busy time inside the compute stream's idle intervals, over the whole
   // timeline (0 for compute tasks).
   std::vector<double> exposed_s;
+  // Per task: the task whose time decided its start (-1: none, it started at 0): the stream's
+  // previous task (a compute task's predecessor in list order, a comm task's in the queue) when
+  // the task waited for the stream, else the condition met last; `cause_at_start` when that was an
+  // "after the start" condition (the start, not the end, of the cause).
+  std::vector<int> cause;
+  std::vector<bool> cause_at_start;
 };
 
 // Conditions must name other tasks; a cycle of conditions is an InternalError.

@@ -191,6 +191,14 @@ TEST(Explain, RowsAddUpToTheStepForEveryPresetRuntimeAndBoundary) {
             EXPECT_FALSE(c.bound.empty()) << what;
             const std::string text = format_explain(topo, plan, c);
             EXPECT_NE(text.find("check: compute + kernels + optimizer + exposed"), std::string::npos);
+            // The critical path of the step graph tiles the steady step: its times add up to it.
+            double path = 0;
+            for (const auto& s : c.critical_path) path += s.seconds;
+            EXPECT_NEAR(path, c.step_s, 1e-9 * c.step_s) << what;
+            ASSERT_FALSE(c.critical_path.empty()) << what;
+            EXPECT_NEAR(c.critical_path.front().start_s, 0.0, 1e-12) << what;
+            EXPECT_NE(text.find(fmt::format("{:.4f} s (step {:.4f} s)", path, c.step_s)), std::string::npos)
+                << text;
           }
   }
 }
