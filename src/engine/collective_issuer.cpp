@@ -38,8 +38,11 @@ CollectiveIssuer::CollectiveIssuer(Mesh& mesh, const ShardLayout& layout) : mesh
 Work CollectiveIssuer::issue(CollectivePurpose purpose, int range, const void* send, void* recv,
                              QuantStats* stats, const Work& after) {
   const int p = static_cast<int>(purpose);
-  if (tracing_ && listed_[p][range + 1])
-    trace_.push_back({purpose, per_micro_batch(purpose) ? micro_batch_ : -1, range});
+  if (listed_[p][range + 1]) {
+    const int micro_batch = per_micro_batch(purpose) ? micro_batch_ : -1;
+    if (tracing_) trace_.push_back({purpose, micro_batch, range});
+    if (step_trace_) step_trace_->collective(purpose, micro_batch, range);
+  }
   for (const TierStep& s : steps_[p][range + 1]) {
     TierTraffic& t = traffic_[s.label];
     t.bytes += s.bytes;

@@ -14,6 +14,7 @@
 #include "comm/mesh.hpp"
 #include "comm/traffic.hpp"
 #include "core/quant_format.hpp"
+#include "engine/step_trace.hpp"
 #include "plan/step_schedule.hpp"
 
 namespace tz {
@@ -42,6 +43,12 @@ class CollectiveIssuer {
   // The micro-batch the forward and backward collectives issued from now on belong to.
   void set_micro_batch(int m) { micro_batch_ = m; }
   void set_tracing(bool on) { tracing_ = on; }
+  // Also records every scheduled collective it issues, and the acquisitions the parameter source
+  // reports, as nodes of the step graph (when `trace` is enabled).
+  void set_step_trace(StepTrace* trace) { step_trace_ = trace; }
+  void trace_acquisition(bool backward, int position) {
+    if (step_trace_) step_trace_->acquisition(backward, micro_batch_, position);
+  }
   // The collectives issued since the last call (empty unless tracing).
   std::vector<IssuedCollective> take_trace();
   // Bytes per tier label of the collectives issued since the last call (bytes and ops; no seconds):
@@ -55,6 +62,7 @@ class CollectiveIssuer {
   std::vector<std::vector<std::vector<TierStep>>> steps_;  // [purpose][range + 1]: its plan's steps
   int micro_batch_ = 0;
   bool tracing_ = false;
+  StepTrace* step_trace_ = nullptr;
   std::vector<IssuedCollective> trace_;
   std::map<std::string, TierTraffic> traffic_;
 };

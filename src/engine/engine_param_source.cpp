@@ -128,6 +128,7 @@ AcquiredParams EngineParamSource::acquire_params(int range) {
            in_backward_ ? "backward" : "forward");
   const Acquisition& a = pass[cursor_];
   TZ_CHECK_EQ(a.range, range);
+  issuer_.trace_acquisition(in_backward_, static_cast<int>(cursor_));
   DevicePtr<const std::byte> src;
   if (!ring_.empty()) {
     const std::size_t last = std::min(pass.size(), cursor_ + 1 + depth_);

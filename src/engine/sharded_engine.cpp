@@ -36,10 +36,14 @@ ShardedEngine::ShardedEngine(Mesh& mesh, const GptConfig& config, const Partitio
   const AcquisitionOrder order{forward_acquire_order(config), backward_acquire_order(config),
                                grads_ready_order(config)};
   schedule_ = std::make_unique<StepSchedule>(*layout_, order);
+  graph_ = std::make_unique<StepGraph>(*layout_, *schedule_, order, BoundaryMode::pipelined);
+  trace_ = std::make_unique<StepTrace>(*graph_, *schedule_);
+  trace_->set_enabled(options.trace_collectives);
   Backend& dev = backend(options.device);
   state_ = std::make_unique<ShardedState>(dev, *layout_, model_.layout(), mesh.world().rank(), options.seed);
   issuer_ = std::make_unique<CollectiveIssuer>(mesh, *layout_);
   issuer_->set_tracing(options.trace_collectives);
+  issuer_->set_step_trace(trace_.get());
   source_ = std::make_unique<EngineParamSource>(
       *state_, model_.layout(), *issuer_, order.forward, order.backward, schedule_->reused_in_backward(),
       [this](int range, const Work& ready) { start_boundary_reduce(range, ready); });
@@ -149,6 +153,7 @@ EngineStep ShardedEngine::step(const BatchFn& next_batch) {
   out.by_kind = TrafficLedger::difference(now.by_kind, ledger_.by_kind);
   ledger_ = now;
   out.issued = issuer_->take_trace();
+  out.executed = trace_->take();
   return out;
 }
 
@@ -169,6 +174,7 @@ float ShardedEngine::evaluate(const BatchFn& next_batch, int batches) {
   // Evaluation is not part of any step: its collectives are left out of the next step's report.
   issuer_->take_traffic();
   issuer_->take_trace();
+  trace_->take();
   auto exclude = [](TrafficByKey& window_start, const TrafficByKey& during) {
     for (const auto& [key, t] : during) {
       TierTraffic& w = window_start[key];
@@ -191,6 +197,7 @@ void ShardedEngine::boundary(EngineStep& out, std::size_t quant_blocks) {
   // Global norm: each O shard once, summed over O's domain (replicas hold the same values). The
   // per-range sums are added in range order whatever order the reductions finished in.
   std::vector<double> range_sumsq(R, 0.0);
+  trace_->boundary(StepOp::backward_done);
   for (int r = 0; r < R; ++r) {
     boundary_work_[r].wait();
     boundary_work_[r] = Work();
@@ -224,6 +231,7 @@ void ShardedEngine::boundary(EngineStep& out, std::size_t quant_blocks) {
   // arithmetic as the update), so a skipped step leaves the state as it was; the check is a pass
   // over the state unless the last update's bound proves its count 0 (no |gradient| exceeds the
   // global norm).
+  trace_->boundary(StepOp::optimizer_check);
   std::array<double, kNonfiniteVoteCount> vote{};
   vote[0] = std::isfinite(local_loss_) ? 0.0 : 1.0;
   vote[1] = std::isfinite(out.grad_norm) ? 0.0 : 1.0;
@@ -253,6 +261,7 @@ void ShardedEngine::boundary(EngineStep& out, std::size_t quant_blocks) {
     for (int r = 0; r < R; ++r) {
       const ShardSpan o = S.span(ModelState::optim, r), w = S.span(ModelState::w_fwd, r);
       const std::size_t at = S.local(ModelState::optim, r);
+      trace_->boundary(StepOp::adamw, r);
       if (o.valid_numel > 0)
         bound.merge(kernels().adamw_update(S.master().at(at), o_grad(r), S.adam_m().at(at), S.adam_v().at(at),
                                            segments_of(r), o.valid_numel, adam_step, hp, clip));

@@ -38,9 +38,11 @@
 #include "engine/collective_issuer.hpp"
 #include "engine/engine_param_source.hpp"
 #include "engine/sharded_state.hpp"
+#include "engine/step_trace.hpp"
 #include "model/gpt.hpp"
 #include "optim/lr_schedule.hpp"
 #include "plan/memory_plan.hpp"
+#include "plan/step_graph.hpp"
 #include "plan/step_schedule.hpp"
 
 namespace tz {
@@ -70,7 +72,8 @@ struct EngineOptions {
   // the update; it stays, so every later step is non-finite too.
   int inject_nan_optim_step = -1;
   int inject_nan_optim_rank = -1;
-  // Record every scheduled collective as it is issued (EngineStep::issued), for tests of the order.
+  // Record every scheduled collective as it is issued (EngineStep::issued), and every node of the
+  // step graph as it runs (EngineStep::executed), for tests of the order.
   bool trace_collectives = false;
 };
 
@@ -111,6 +114,8 @@ struct EngineStep {
   // The same collectives by kind, as the ledger records them (bytes, ops, summed durations).
   std::map<std::string, TierTraffic> by_kind;
   std::vector<IssuedCollective> issued;  // in issue order, with EngineOptions::trace_collectives
+  // The step graph's nodes in the order this rank ran them (StepTrace), with trace_collectives.
+  std::vector<int> executed;
 };
 
 // Bytes this rank allocated, by kind (the memory plan predicts the state part exactly).
@@ -149,6 +154,8 @@ class ShardedEngine {
 
   const ShardLayout& layout() const { return *layout_; }
   const StepSchedule& schedule() const { return *schedule_; }
+  // The step as a graph of operations (pipelined boundary): what step() runs, in its order.
+  const StepGraph& graph() const { return *graph_; }
   const ParameterLayout& params() const { return model_.layout(); }
   MemoryPlan predicted_memory() const;
   EngineMemory allocated_memory() const;
@@ -186,6 +193,8 @@ class ShardedEngine {
   Gpt model_;
   std::unique_ptr<ShardLayout> layout_;
   std::unique_ptr<StepSchedule> schedule_;
+  std::unique_ptr<StepGraph> graph_;
+  std::unique_ptr<StepTrace> trace_;
   std::unique_ptr<ShardedState> state_;
   std::unique_ptr<CollectiveIssuer> issuer_;
   std::unique_ptr<EngineParamSource> source_;

@@ -1,6 +1,7 @@
 // The overlapped engine against its schedule and against time: every preset issues exactly the
 // step schedule's collectives in the schedule's order (pipelined boundary and prefetch included, in
-// both collective modes, with accumulation and every prefetch depth), and a run whose sends and
+// both collective modes, with accumulation and every prefetch depth) and runs its step graph's
+// nodes in the graph's order with every condition met, and a run whose sends and
 // receives are randomly delayed gives bitwise the losses, norms and weights of an undelayed run.
 #include <gtest/gtest.h>
 
@@ -58,6 +59,9 @@ TEST(EngineOrder, IssueOrderEqualsTheScheduleForEveryPreset) {
                 ASSERT_EQ(st.issued[i], expected[i])
                     << what << " step " << s << " collective " << i << ": " << describe(st.issued[i])
                     << " vs " << describe(expected[i]);
+              // The same step as the graph the cost model prices: every node once, each stream in
+              // the graph's order, every condition met.
+              ASSERT_EQ(check_executed_order(engine.graph(), st.executed), "") << what << " step " << s;
               EXPECT_GE(st.exposed_boundary_s, 0.0) << what;
               EXPECT_LE(st.exposed_boundary_s, st.seconds) << what;
             }
