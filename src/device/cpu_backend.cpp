@@ -8,12 +8,15 @@
 
 namespace tz {
 
-void* CpuBackend::allocate(std::size_t bytes) {
-  if (bytes == 0) return nullptr;
+void* allocate_aligned_host(std::size_t bytes) {
   void* p = std::aligned_alloc(kDeviceAlignment,
                                (bytes + kDeviceAlignment - 1) / kDeviceAlignment * kDeviceAlignment);
   if (p == nullptr) throw std::bad_alloc();
   return p;
+}
+
+void* CpuBackend::allocate(std::size_t bytes) {
+  return bytes == 0 ? nullptr : allocate_aligned_host(bytes);
 }
 
 void CpuBackend::release(void* device) noexcept {

@@ -8,6 +8,10 @@ namespace tz {
 
 inline constexpr std::size_t kDeviceAlignment = 64;  // bytes: a cache line, an AVX-512 vector
 
+// Host memory of `bytes` (> 0) rounded up to and aligned at kDeviceAlignment; std::bad_alloc when
+// the host has none. Freed with std::free. The cpu backend's memory, and the emulated device's.
+void* allocate_aligned_host(std::size_t bytes);
+
 class CpuBackend final : public Backend {
  public:
   DeviceKind kind() const override { return DeviceKind::cpu; }

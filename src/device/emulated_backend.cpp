@@ -20,9 +20,7 @@ std::uintptr_t bits(const void* p) {
 
 void* EmulatedBackend::allocate(std::size_t bytes) {
   if (bytes == 0) return nullptr;
-  void* p = std::aligned_alloc(kDeviceAlignment,
-                               (bytes + kDeviceAlignment - 1) / kDeviceAlignment * kDeviceAlignment);
-  if (p == nullptr) throw std::bad_alloc();
+  void* p = allocate_aligned_host(bytes);
   TZ_CHECK((bits(p) & kEmulatedAddressTag) == 0, "host address {} already has the tag bits", p);
   const std::uintptr_t tagged = bits(p) | kEmulatedAddressTag;
   std::lock_guard lock(mu_);

@@ -60,7 +60,6 @@ Gpt::Gpt(const GptConfig& config, int B, int T, GptOptions options)
   TZ_CHECK_EQ(static_cast<std::size_t>(p - acts_.data().address()), total);
   tokens_ = DeviceBuffer<std::int32_t>(*acts_.backend(), N);
   targets_ = DeviceBuffer<std::int32_t>(*acts_.backend(), N);
-  host_ids_.resize(N);
 }
 
 Gpt::BlockParams Gpt::block_params(const AcquiredParams& p) const {
@@ -102,12 +101,10 @@ float Gpt::forward(ParamSource& params, const std::int32_t* tokens, const std::i
   for (int i = 0; i < N; ++i)
     TZ_CHECK(tokens[i] >= 0 && tokens[i] < V, "token {} at {} outside vocabulary {}", tokens[i], i, V);
   upload(tokens_.data(), tokens, static_cast<std::size_t>(N));
-  if (targets) {
+  if (targets)
     upload(targets_.data(), targets, static_cast<std::size_t>(N));
-  } else {
-    std::fill(host_ids_.begin(), host_ids_.end(), 0);
-    upload(targets_.data(), host_ids_.data(), host_ids_.size());
-  }
+  else if (have_targets_)  // a forward without targets reads zero ids (they were zeroed at allocation)
+    acts_.backend()->fill_bytes(targets_.data().address(), 0, targets_.bytes());
   have_targets_ = targets != nullptr;
   Kernels& k = kernels();
   set_kernel_threads(options_.threads);

@@ -87,7 +87,6 @@ class Gpt {
   float *lnf_, *lnf_mean_, *lnf_rstd_, *logits_, *probs_, *losses_;
   float *dres_, *dln_, *dqkv_, *datty_, *dfch_;  // backward scratch
   DeviceBuffer<std::int32_t> tokens_, targets_;  // (B, T) of the last forward, uploaded
-  std::vector<std::int32_t> host_ids_;           // zeros for a forward without targets
   bool have_targets_ = false;
   bool backward_pass_ = false;  // inside backward's layer calls (recompute is timed as forward)
   LayerProfile profile_;
