@@ -51,6 +51,7 @@ ShardedEngine::ShardedEngine(Mesh& mesh, const GptConfig& config, const Partitio
       layout_->domain(ModelState::grad) != layout_->domain(ModelState::optim))
     o_grad_ = DeviceBuffer<float>(dev, layout_->state_shard_numel(ModelState::optim));
   refresh_ = WeightBuffer(dev, state_->compute_dtype(), layout_->state_shard_numel(ModelState::optim));
+  scalars_ = DeviceBuffer<double>(dev, kScalarSlots);
   boundary_work_.resize(layout_->num_ranges());
   refresh_work_.resize(layout_->num_ranges());
   inputs_.resize(static_cast<std::size_t>(model_.batch()) * model_.seq());
@@ -121,8 +122,10 @@ EngineStep ShardedEngine::step(const BatchFn& next_batch) {
       local_loss /= accum;
       if (step_ == options_.inject_nan_loss_step && rank == options_.inject_nan_loss_rank)
         local_loss = std::numeric_limits<double>::quiet_NaN();
-      local_loss_ = loss_sum_ = local_loss;
-      loss_work_ = issuer_->issue(CollectivePurpose::loss_sum, -1, &loss_sum_, &loss_sum_);
+      local_loss_ = local_loss;
+      const DevicePtr<double> sum = scalars_.at(kLossSlot);
+      upload(sum, &local_loss, 1);
+      loss_work_ = issuer_->issue(CollectivePurpose::loss_sum, -1, sum.address(), sum.address());
       if (step_ == options_.inject_nan_step && rank == options_.inject_nan_rank)
         source_->poison_next_gradient(options_.inject_grad_value, options_.inject_grad_range);
     }
@@ -170,7 +173,10 @@ float ShardedEngine::evaluate(const BatchFn& next_batch, int batches) {
     loss += model_.forward(*source_, inputs_.data(), targets_.data());
   }
   loss /= batches;
-  issuer_->issue(CollectivePurpose::loss_sum, -1, &loss, &loss).wait();
+  const DevicePtr<double> sum = scalars_.at(kEvalLossSlot);
+  upload(sum, &loss, 1);
+  issuer_->issue(CollectivePurpose::loss_sum, -1, sum.address(), sum.address()).wait();
+  download(&loss, sum, 1);
   // Evaluation is not part of any step: its collectives are left out of the next step's report.
   issuer_->take_traffic();
   issuer_->take_trace();
@@ -205,7 +211,10 @@ void ShardedEngine::boundary(EngineStep& out, std::size_t quant_blocks) {
   }
   double sumsq = 0;
   for (double x : range_sumsq) sumsq += x;
-  issuer_->issue(CollectivePurpose::grad_norm, -1, &sumsq, &sumsq).wait();
+  const DevicePtr<double> norm = scalars_.at(kNormSlot);
+  upload(norm, &sumsq, 1);
+  issuer_->issue(CollectivePurpose::grad_norm, -1, norm.address(), norm.address()).wait();
+  download(&sumsq, norm, 1);
   out.grad_norm = std::sqrt(sumsq);
   out.lr = lr_at(options_.schedule, step_ - skipped_);
 
@@ -247,7 +256,10 @@ void ShardedEngine::boundary(EngineStep& out, std::size_t quant_blocks) {
           kernels().adamw_nonfinite_count(S.master().at(at), o_grad(r), S.adam_m().at(at), S.adam_v().at(at),
                                           segments_of(r), o.valid_numel, adam_step, hp, clip));
     }
-  issuer_->issue(CollectivePurpose::nonfinite_flag, -1, vote.data(), vote.data()).wait();
+  const DevicePtr<double> votes = scalars_.at(kVoteSlot);
+  upload(votes, vote.data(), vote.size());
+  issuer_->issue(CollectivePurpose::nonfinite_flag, -1, votes.address(), votes.address()).wait();
+  download(vote.data(), votes, vote.size());
   out.nonfinite = {.loss_ranks = static_cast<std::uint64_t>(vote[0]),
                    .grad_ranks = static_cast<std::uint64_t>(vote[1]),
                    .quant_blocks = static_cast<std::uint64_t>(vote[2]),
@@ -286,7 +298,9 @@ void ShardedEngine::boundary(EngineStep& out, std::size_t quant_blocks) {
   S.backend().fill_bytes(S.grad().data().address(), 0, S.grad().bytes());
 
   loss_work_.wait();
-  out.loss = static_cast<float>(loss_sum_ / mesh_.world().size());
+  double loss_sum = 0;
+  download(&loss_sum, scalars_.at(kLossSlot), 1);
+  out.loss = static_cast<float>(loss_sum / mesh_.world().size());
   if (out.skipped && skipped_ > options_.max_nonfinite_steps) {
     const NonfiniteVote& v = out.nonfinite;
     // Steps are counted from 1 in messages, as in the step log lines.

@@ -198,11 +198,18 @@ class ShardedEngine {
   std::unique_ptr<ShardedState> state_;
   std::unique_ptr<CollectiveIssuer> issuer_;
   std::unique_ptr<EngineParamSource> source_;
-  DeviceBuffer<float> o_grad_;            // gradient of the O shard when G and O differ
-  WeightBuffer refresh_;                  // master weights in the compute dtype, to be gathered into W
-  std::vector<Work> boundary_work_;       // per range: its O-shard gradient is final once done
-  std::vector<Work> refresh_work_;        // per range: its W_fwd shard is current once done
-  double local_loss_ = 0, loss_sum_ = 0;  // the loss sum is in flight during the last backward
+  DeviceBuffer<float> o_grad_;       // gradient of the O shard when G and O differ
+  WeightBuffer refresh_;             // master weights in the compute dtype, to be gathered into W
+  std::vector<Work> boundary_work_;  // per range: its O-shard gradient is final once done
+  std::vector<Work> refresh_work_;   // per range: its W_fwd shard is current once done
+  double local_loss_ = 0;
+  // The step's scalars in device memory, as the collectives take them (a device-aware
+  // communicator reads device buffers only): the loss sum (in flight during the last backward), the
+  // grad norm's sum of squares, the non-finite vote, and evaluation's loss.
+  static constexpr std::size_t kLossSlot = 0, kNormSlot = 1, kVoteSlot = 2,
+                               kEvalLossSlot = kVoteSlot + kNonfiniteVoteCount,
+                               kScalarSlots = kEvalLossSlot + 1;
+  DeviceBuffer<double> scalars_;
   Work loss_work_;
   std::vector<std::int32_t> inputs_, targets_;
   int step_ = 0;
