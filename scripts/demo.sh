@@ -9,7 +9,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install_deps.sh
-bash scripts/build.sh build
+TZ_TARGETS=tierzero bash scripts/build.sh build  # the command line only: no tests or benchmarks
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 mpirun --oversubscribe --allow-run-as-root --mca btl_vader_single_copy_mechanism none -np 8 \
   build/tierzero train --config configs/demo_three_level.json --model gpt-tiny \

@@ -5,7 +5,7 @@
 # topologies/). Fails on any crash, uncaught exception, hang (an input running over -timeout),
 # sanitizer report, leak, or allocation over the memory limits.
 #   scripts/fuzz.sh [build-folder]       default build-fuzz
-#   TZ_FUZZ_SECONDS=42                   fuzzing time per target (6 targets on 2 cores: about 2 minutes)
+#   TZ_FUZZ_SECONDS=42                   fuzzing time per target (7 targets on 2 cores: about 2.5 minutes)
 #   TZ_FUZZ_JOBS=<cores>                 targets fuzzed at once (default: one per core)
 #   TZ_FUZZ_TARGETS="topology plan_json" which targets (default: every tests/fuzz/fuzz_*.cpp)
 # New inputs that reach new code are kept in <build-folder>/corpus/<target>/ for the next run;

@@ -210,14 +210,13 @@ void write_initial_parameters(const std::string& path, const GptConfig& model, s
              path, path);
 }
 
-// The body of the run on one rank of `mesh`.
-void train_on_rank(Mesh& mesh, const TrainArgs& a, int ranks_per_process) {
+// The body of the run on one rank of `mesh`; `requested` is build_config(a), built once per process.
+void train_on_rank(Mesh& mesh, const TrainArgs& a, const TrainConfig& requested, int ranks_per_process) {
   const Topology& topo = mesh.topology();
   const int world = mesh.world().size(), rank = mesh.world().rank();
   const bool lead = rank == 0;
   const ModelPreset preset = load_model(a.model);
   const GptConfig& model = preset.config;
-  const TrainConfig requested = build_config(a);
   if (!a.init_out.empty()) {
     if (lead) write_initial_parameters(a.init_out, model, requested.seed);
     if (!a.steps) return;  // --init-out alone: only that
@@ -350,10 +349,12 @@ void train_on_rank(Mesh& mesh, const TrainArgs& a, int ranks_per_process) {
 }
 
 int run_train(const TrainArgs& a) {
-  TrainConfig faults;  // the world's fault options (check_collectives, start-up deadline, flight recorder)
+  // The configuration, read once (the --config file is parsed here only); it also gives the world's
+  // fault options (check_collectives, start-up deadline, flight recorder).
+  TrainConfig requested;
   try {
     check_checkpoint_args(a);
-    faults = build_config(a);
+    requested = build_config(a);
   } catch (...) {
     // The same command line on every rank gives the same error: the first rank says it.
     return report_before_world(report_current_exception());
@@ -363,10 +364,10 @@ int run_train(const TrainArgs& a) {
                        .device = parse_device_kind(a.device, "--device"),
                        .emulate = a.emulate,
                        .timeout_s = a.timeout_s,
-                       .check_collectives = faults.check_collectives,
-                       .startup_timeout_s = faults.startup_timeout_s,
-                       .flight_recorder = faults.flight_recorder},
-                      [&](Mesh& mesh) { train_on_rank(mesh, a, 1); });
+                       .check_collectives = requested.check_collectives,
+                       .startup_timeout_s = requested.startup_timeout_s,
+                       .flight_recorder = requested.flight_recorder},
+                      [&](Mesh& mesh) { train_on_rank(mesh, a, requested, 1); });
 }
 
 const bool train_registered = register_command(
