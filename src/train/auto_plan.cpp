@@ -47,7 +47,8 @@ AutoPlan choose_auto_plan(const TrainConfig& config, const GptConfig& model, con
   const PlanOptions base = plan_from_config(fixed, model, topo).options();
   out.cost_options.recompute = config.activation_recompute;
   out.cost_options.runtime = perf::Runtime::tierzero;
-  out.cost_options.boundary = perf::BoundaryMode::pipelined;  // as the engine runs the boundary (its step graph)
+  out.cost_options.boundary =
+      perf::BoundaryMode::pipelined;  // as the engine runs the boundary (its step graph)
   out.ranked = perf::search_plans(out.model, topo, base, out.cost_options);
   if (out.ranked.empty()) fail_input("--plan auto: no consistent plan over topology {}", topo.name());
   const PartitionPlan& best = out.ranked.front().plan;
