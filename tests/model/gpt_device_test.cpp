@@ -17,8 +17,8 @@
 namespace tz {
 namespace {
 
-const GptConfig kCfg{.n_layer = 2, .n_embd = 32, .n_head = 4, .n_positions = 16, .vocab_size = 37};
-constexpr int kB = 2, kT = 9;
+const GptConfig kDeviceTestCfg{.n_layer = 2, .n_embd = 32, .n_head = 4, .n_positions = 16, .vocab_size = 37};
+constexpr int kDeviceTestB = 2, kDeviceTestT = 9;
 
 // Serves every range from device buffers of one backend: fp32 values (all of them, or with bf16 the
 // tensors that are not weight matrices) and, with bf16, the whole range narrowed.
@@ -51,26 +51,26 @@ class DeviceParams final : public ParamSource {
   DeviceBuffer<float> grads_;
 };
 
-struct Result {
+struct DeviceRun {
   double loss = 0;
   std::vector<float> logits, grads;
 };
 
-Result run(DeviceKind kind, GptOptions options, bool bf16_matrices) {
+DeviceRun run_on(DeviceKind kind, GptOptions options, bool bf16_matrices) {
   options.device = kind;
-  Gpt model(kCfg, kB, kT, options);
+  Gpt model(kDeviceTestCfg, kDeviceTestB, kDeviceTestT, options);
   std::vector<float> params(model.layout().total_numel());
   gpt2_init(params.data(), model.layout(), 11);
   if (bf16_matrices)
     for (auto& p : params) p = to_float(to_bf16(p));  // values bf16 holds exactly
   std::mt19937 gen(3);
   std::vector<std::int32_t> tokens, targets;
-  for (int i = 0; i < kB * kT; ++i) {
-    tokens.push_back(static_cast<std::int32_t>(gen() % kCfg.vocab_size));
-    targets.push_back(static_cast<std::int32_t>(gen() % kCfg.vocab_size));
+  for (int i = 0; i < kDeviceTestB * kDeviceTestT; ++i) {
+    tokens.push_back(static_cast<std::int32_t>(gen() % kDeviceTestCfg.vocab_size));
+    targets.push_back(static_cast<std::int32_t>(gen() % kDeviceTestCfg.vocab_size));
   }
   DeviceParams src(backend(kind), model.layout(), params, bf16_matrices);
-  Result out;
+  DeviceRun out;
   out.loss = model.forward(src, tokens.data(), targets.data());
   out.logits = model.logits();
   model.backward(src, 0.5f);
@@ -78,20 +78,20 @@ Result run(DeviceKind kind, GptOptions options, bool bf16_matrices) {
   return out;
 }
 
-struct Case {
+struct DeviceCase {
   GptOptions options;
   bool bf16 = false;
 };
 
-class GptOnDevices : public ::testing::TestWithParam<Case> {};
+class GptOnDevices : public ::testing::TestWithParam<DeviceCase> {};
 
 TEST_P(GptOnDevices, EmulatedEqualsCpuBitwise) {
-  const Case c = GetParam();
-  const Result cpu = run(DeviceKind::cpu, c.options, c.bf16);
-  const Result emu = run(DeviceKind::emulated, c.options, c.bf16);
+  const DeviceCase c = GetParam();
+  const DeviceRun cpu = run_on(DeviceKind::cpu, c.options, c.bf16);
+  const DeviceRun emu = run_on(DeviceKind::emulated, c.options, c.bf16);
   EXPECT_EQ(emu.loss, cpu.loss);
   EXPECT_EQ(emu.logits, cpu.logits);
-  const ParameterLayout layout(kCfg);
+  const ParameterLayout layout(kDeviceTestCfg);
   for (const auto& t : layout.tensors())
     EXPECT_TRUE(std::equal(emu.grads.begin() + t.offset, emu.grads.begin() + t.offset + t.numel,
                            cpu.grads.begin() + t.offset))
@@ -100,10 +100,10 @@ TEST_P(GptOnDevices, EmulatedEqualsCpuBitwise) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, GptOnDevices,
-                         ::testing::Values(Case{{.threads = 1}}, Case{{.threads = 2}},
-                                           Case{{.threads = 1, .recompute = true}},
-                                           Case{{.threads = 2, .recompute = true}, true},
-                                           Case{{.threads = 1}, true}));
+                         ::testing::Values(DeviceCase{{.threads = 1}}, DeviceCase{{.threads = 2}},
+                                           DeviceCase{{.threads = 1, .recompute = true}},
+                                           DeviceCase{{.threads = 2, .recompute = true}, true},
+                                           DeviceCase{{.threads = 1}, true}));
 
 }  // namespace
 }  // namespace tz
