@@ -11,6 +11,10 @@
 # and a last table sets the two builds' exposed boundary side by side (median over repeats, and the
 # ratio after / before per repeat). The machine is shared: the load average is printed before,
 # between and after the repeats, so a reader can judge the figures.
+# A second table sets what the engine adds apart from what oversubscription costs: every preset trained
+# by 2 ranks x 1 thread (each rank has a core of its own, as each rank has its own GPU on a cluster;
+# topology flat, so the multi-tier presets run as their one-tier equivalents) against the same
+# single process.
 #   bash bench/run_engine_overhead.sh [BUILD_DIR] [REPEATS] [STEPS]
 # Environment: PRESETS (default: ddp zero1 zero2 zero3 zeropp mics three-level), MODEL (gpt-small),
 # SEQ (256), BATCH (8), WARMUP (2), COMPARE_BIN (another tierzero binary, e.g. an older build: its
@@ -46,6 +50,12 @@ single() {  # $1 binary, $2 metrics file
   "$1" "${common[@]}" --batch "$batch" --threads 2 --metrics "$2" >"$2.log" 2>&1 ||
     { echo "run_engine_overhead: single-process run failed, see:" >&2; cat "$2.log" >&2; exit 1; }
 }
+pair() {  # $1 preset, $2 metrics file: 2 ranks x 1 thread, one core each
+  mpirun --oversubscribe --allow-run-as-root --mca btl_vader_single_copy_mechanism none --bind-to core \
+    -np 2 "$bin" "${common[@]}" --batch $((batch / 2)) --threads 1 --topology flat --plan "$1" \
+    --metrics "$2" >"$2.log" 2>&1 ||
+    { echo "run_engine_overhead: $1 run on 2 ranks failed, see:" >&2; cat "$2.log" >&2; exit 1; }
+}
 sharded() {  # $1 binary, $2 preset, $3 metrics file
   mpirun --oversubscribe --allow-run-as-root --mca btl_vader_single_copy_mechanism none --bind-to none \
     -np $ranks "$1" "${common[@]}" --batch $((batch / ranks)) --threads 1 --topology frontier-mini --emulate \
@@ -56,6 +66,7 @@ for ((r = 0; r < repeats; r++)); do
   single "$bin" "$out/single.$r.jsonl"
   for p in $presets; do
     sharded "$bin" "$p" "$out/cur.$p.$r.jsonl"
+    pair "$p" "$out/pair.$p.$r.jsonl"
     [ -z "${COMPARE_BIN:-}" ] || sharded "$COMPARE_BIN" "$p" "$out/cmp.$p.$r.jsonl"
   done
   echo "load after repeat $((r + 1)): $(uptime)"
@@ -71,9 +82,11 @@ med = statistics.median
 single = [run(f"single.{r}.jsonl") for r in range(repeats)]
 print(f"\none process, 2 threads: {med(s['tokens_per_s'] for s in single):.0f} tokens/s (median; repeats: "
       + ", ".join(f"{s['tokens_per_s']:.0f}" for s in single) + ")")
-kinds = [("cur", "this build")] + ([("cmp", compare)] if compare else [])
+kinds = [("pair", "this build, 2 ranks x 1 thread (a core each; topology flat)"),
+         ("cur", "this build, 8 ranks x 1 thread (frontier-mini, oversubscribed)")]
+kinds += [("cmp", compare + ", 8 ranks x 1 thread")] if compare else []
 for tag, label in kinds:
-    print(f"\n{label}: 8 ranks x 1 thread, ratio = tokens/s over the same repeat's single process")
+    print(f"\n{label}: ratio = tokens/s over the same repeat's single process")
     print(f"{'preset':<12}{'tokens/s':>10}{'ratio':>8}{'exposed boundary s':>20}{'exposed gather s':>18}  ratios of the repeats")
     for p in presets:
         runs = [run(f"{tag}.{p}.{r}.jsonl") for r in range(repeats)]
