@@ -46,10 +46,9 @@ struct LabelPart {
 struct Item {
   const ScheduledCollective* c = nullptr;  // the representative collective (kind, tiers, steps)
   std::vector<int> collectives;            // indices into the schedule (the last one is `c`)
-  int acquisition = -1;  // gather: the acquisition it serves; reduction: the one after which it is issued
-  double seconds = 0;    // on the comm stream, kernels inside included
-  double kernel_s = 0;   // of which kernels (comm stream) ...
-  double compute_kernel_s = 0;  // ... or on the compute stream before `acquisition` (DeepSpeed qwZ)
+  double seconds = 0;                      // on the comm stream, kernels inside included
+  double kernel_s = 0;                     // of which kernels (comm stream) ...
+  double compute_kernel_s = 0;  // ... or on the compute stream before its acquisition (DeepSpeed qwZ)
   std::vector<LabelPart> parts = {};
 };
 
@@ -229,6 +228,7 @@ StepCost predict_step(const ModelShape& model, const Topology& topo, const Parti
   const ShardLayout& layout = planned.layout;
   const StepSchedule& schedule = planned.schedule;
   const auto& cols = schedule.collectives();
+  const StepGraph graph(layout, schedule, planned.order, options.boundary);
 
   // Compute per acquisition of one micro-batch: forward then backward.
   const double rate = dev.peak_tflops * 1e12 * options.achievable_fraction;
@@ -239,21 +239,14 @@ StepCost predict_step(const ModelShape& model, const Topology& topo, const Parti
     return (i > 0 && order[i - 1] == mr.final_ln) || (i + 1 < order.size() && order[i + 1] == mr.final_ln);
   };
   std::vector<double> micro;
-  std::vector<int> micro_range;
-  for (std::size_t i = 0; i < mr.forward.size(); ++i) {
+  for (std::size_t i = 0; i < mr.forward.size(); ++i)
     micro.push_back(is_block_range(cfg, mr.forward[i]) ? layer_fwd : is_head(mr.forward, i) ? head_fwd : 0.0);
-    micro_range.push_back(mr.forward[i]);
-  }
-  for (std::size_t i = 0; i < mr.backward.size(); ++i) {
+  for (std::size_t i = 0; i < mr.backward.size(); ++i)
     micro.push_back(is_block_range(cfg, mr.backward[i]) ? (options.recompute ? 3 : 2) * layer_fwd
                     : is_head(mr.backward, i)           ? 2 * head_fwd
                                                         : 0.0);
-    micro_range.push_back(mr.backward[i]);
-  }
-  const int per_micro = static_cast<int>(micro.size()), nf = static_cast<int>(mr.forward.size());
+  const int per_micro = static_cast<int>(micro.size());
   const int n_acq = per_micro * accum;
-  std::vector<int> last_bwd(mr.names.size(), -1);
-  for (std::size_t i = 0; i < mr.backward.size(); ++i) last_bwd[mr.backward[i]] = static_cast<int>(i);
 
   Pricer pricer{topo, layout, options, quant_kernel_bytes_per_s(dev, options.kernel_efficiency),
                 scheduler_wait_s(options)};
@@ -264,7 +257,6 @@ StepCost predict_step(const ModelShape& model, const Topology& topo, const Parti
   // Pass items (gathers per acquisition, reductions per bucket) and boundary items, in schedule order.
   std::vector<Item> pass, boundary;
   std::vector<double> acq_kernel(n_acq, 0.0);
-  std::vector<int> fwd_seen(accum, 0), bwd_seen(accum, 0);
   std::vector<int> pending;  // reductions of the current bucket (schedule indices)
   double pending_elements = 0;
   auto same_kind = [&](const ScheduledCollective& a, const ScheduledCollective& c) {
@@ -274,7 +266,6 @@ StepCost predict_step(const ModelShape& model, const Topology& topo, const Parti
   auto reduction_item = [&](const std::vector<int>& members, double elements, int messages) {
     const ScheduledCollective& t = cols[members.back()];
     Item item{.c = &t, .collectives = members};
-    item.acquisition = t.micro_batch * per_micro + nf + last_bwd.at(t.range);
     const double scale = elements / double(layout.padded_numel(t.range)) / messages;
     pricer.price(item, t, std::vector<double>(messages, scale));
     if (t.quant_bits == 4) {
@@ -301,7 +292,6 @@ StepCost predict_step(const ModelShape& model, const Topology& topo, const Parti
       continue;
     }
     TZ_CHECK(c.micro_batch >= 0 && c.micro_batch < accum, "micro-batch {}", c.micro_batch);
-    const int base = c.micro_batch * per_micro;
     if (c.purpose == CollectivePurpose::grad_reduce) {
       const double n = double(layout.padded_numel(c.range));
       if (bucket <= 0) {
@@ -320,9 +310,7 @@ StepCost predict_step(const ModelShape& model, const Topology& topo, const Parti
       continue;
     }
     Item item{.c = &c, .collectives = {i}};
-    item.acquisition = c.purpose == CollectivePurpose::weight_gather_fwd
-                           ? base + fwd_seen[c.micro_batch]++
-                           : base + nf + schedule.reused_in_backward() + bwd_seen[c.micro_batch]++;
+    const int acquisition = graph.nodes()[graph.collective_node(i)].acquisition;  // the one it serves
     TZ_CHECK(c.purpose == CollectivePurpose::weight_gather_fwd ||
                  c.purpose == CollectivePurpose::weight_gather_bwd,
              "unexpected {} in a pass", collective_purpose_name(c.purpose));
@@ -333,7 +321,7 @@ StepCost predict_step(const ModelShape& model, const Topology& topo, const Parti
       const double k = pricer.qwz_kernel_s(c, scales);
       if (options.runtime == Runtime::deepspeed) {
         item.compute_kernel_s = k;
-        acq_kernel[item.acquisition] += k;
+        acq_kernel[acquisition] += k;
       } else {
         item.kernel_s = k;
         item.seconds += k;
@@ -375,7 +363,6 @@ StepCost predict_step(const ModelShape& model, const Topology& topo, const Parti
     out.step_s = out.compute_s + out.kernel_s + out.optimizer_s + comm;
   } else {
     // The step graph, each node with its time, run for kSteps steps in a row.
-    const StepGraph graph(layout, schedule, planned.order, options.boundary);
     const std::vector<double> node_s = node_seconds(graph, layout, compute, acq_kernel, update_s);
     const int N = static_cast<int>(graph.nodes().size());
     // The runtime's messages: an item is one collective, or a bucket of gradient reductions that runs
