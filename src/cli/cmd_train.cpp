@@ -388,9 +388,11 @@ const bool train_registered = register_command(
        o.text("--topology", a->topology,
               "topology preset (flat, frontier-mini, frontier, dgx-h100, ...) or JSON");
        o.flag("--emulate", a->emulate, "allow a multi-node topology on one machine");
-       o.choice("--device", a->device, device_kind_names(),
-                "where the model state and activations live and the kernels run: cpu, or emulated (a strict "
-                "device on the CPU whose memory host code cannot touch: docs/backends.md)");
+       o.choice(
+           "--device", a->device, device_kind_names(),
+           "where the model state and activations live and the kernels run: cpu, emulated (a strict "
+           "device on the CPU whose memory host code cannot touch), or cuda in a build with -DTZ_CUDA=ON "
+           "(docs/backends.md)");
        std::vector<std::string> plans = PartitionPlan::preset_names();
        plans.push_back("auto");
        o.choice(

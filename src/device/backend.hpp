@@ -18,6 +18,8 @@
 //             instead of passing; copies and kernels untag, and check every access against the
 //             allocation it falls in. Everything that passes on it touches device bytes only through
 //             the backend.
+//   cuda      an NVIDIA GPU (device/cuda/, built with -DTZ_CUDA=ON): cudaMallocAsync memory, copies
+//             and kernels on the calling thread's stream, products in cuBLAS (docs/backends.md).
 // A Backend is shared by every thread of a rank; its methods are thread-safe.
 #pragma once
 
@@ -31,11 +33,14 @@ namespace tz {
 
 class Kernels;  // device/kernels.hpp
 
-enum class DeviceKind { cpu, emulated };
+enum class DeviceKind { cpu, emulated, cuda };
+inline constexpr int kDeviceKindCount = 3;
 std::string_view device_kind_name(DeviceKind kind);
-// "cpu" | "emulated"; InputError naming `option` and listing the kinds otherwise.
+// "cpu" | "emulated" | "cuda"; InputError naming `option` and listing the kinds otherwise, and for
+// "cuda" in a build without the CUDA backend.
 DeviceKind parse_device_kind(std::string_view name, std::string_view option);
-std::vector<std::string> device_kind_names();
+std::vector<std::string> device_kind_names();  // every kind, built or not (cuda_backend_built)
+bool cuda_backend_built();
 
 class Backend {
  public:
@@ -71,7 +76,8 @@ class Backend {
   virtual Kernels& kernels() = 0;
 };
 
-// The backend of `kind`, one per process (allocations of one kind share it).
+// The backend of `kind`, one per process (allocations of one kind share it), made at first use. The
+// cuda one is an InputError in a build without it, an InternalError when no GPU can be used.
 Backend& backend(DeviceKind kind);
 
 }  // namespace tz

@@ -71,18 +71,21 @@ std::size_t EmulatedKernels::adamw_nonfinite_count(DevicePtr<const float> params
 
 QuantStats EmulatedKernels::quantize(DevicePtr<std::uint8_t> q, DevicePtr<const std::byte> x,
                                      std::size_t count, DType dtype, const QuantOptions& opts) {
+  validate_quant_options(opts);  // before quantized_bytes divides by the block size
   return cpu_.quantize(host(q, quantized_bytes(count, opts)), host(x, count * dtype_bytes(dtype)), count,
                        dtype, opts);
 }
 
 void EmulatedKernels::dequantize(DevicePtr<std::byte> y, DType dtype, DevicePtr<const std::uint8_t> q,
                                  std::size_t count, const QuantOptions& opts) {
+  validate_quant_options(opts);
   cpu_.dequantize(host(y, count * dtype_bytes(dtype)), dtype, host(q, quantized_bytes(count, opts)), count,
                   opts);
 }
 
 void EmulatedKernels::dequantize_add(DevicePtr<float> acc, DevicePtr<const std::uint8_t> q, std::size_t count,
                                      const QuantOptions& opts) {
+  validate_quant_options(opts);
   cpu_.dequantize_add(host(acc, count), host(q, quantized_bytes(count, opts)), count, opts);
 }
 

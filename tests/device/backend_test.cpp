@@ -104,8 +104,16 @@ TEST(EmulatedDevice, AccessesOutsideALiveAllocationAreRefused) {
 TEST(DeviceKinds, ParsedByNameWithTheOptionNamed) {
   EXPECT_EQ(parse_device_kind("cpu", "--device"), DeviceKind::cpu);
   EXPECT_EQ(parse_device_kind("emulated", "--device"), DeviceKind::emulated);
-  test::expect_input_error([] { parse_device_kind("cuda", "--device"); },
-                           {"--device 'cuda'", "cpu, emulated"});
+  test::expect_input_error([] { parse_device_kind("gpu", "--device"); },
+                           {"--device 'gpu'", "cpu, emulated, cuda"});
+  if (cuda_backend_built()) {
+    EXPECT_EQ(parse_device_kind("cuda", "--device"), DeviceKind::cuda);
+  } else {
+    // A build without the CUDA backend says how to get one, at parsing and when asked for the backend.
+    test::expect_input_error([] { parse_device_kind("cuda", "--device"); },
+                             {"--device 'cuda'", "no CUDA backend", "-DTZ_CUDA=ON"});
+    test::expect_input_error([] { backend(DeviceKind::cuda); }, {"no CUDA backend"});
+  }
 }
 
 }  // namespace

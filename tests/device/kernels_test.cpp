@@ -229,5 +229,21 @@ TEST(EmulatedKernels, ABufferShorterThanTheKernelsExtentOrAHostPointerIsRefused)
   EXPECT_NO_THROW(emu.kernels().gemm(g));
 }
 
+TEST(EmulatedKernels, UnusableQuantizerOptionsAreInputErrorsBeforeAnyExtentIsComputed) {
+  // The extent of a quantized buffer divides by the block size: a block size of 0 must be refused
+  // first, as the cpu backend refuses it, not divide by zero.
+  Backend& emu = backend(DeviceKind::emulated);
+  DeviceBuffer<float> x(emu, 64);
+  DeviceBuffer<std::uint8_t> q(emu, 1024);
+  for (std::size_t block : {std::size_t{0}, std::size_t{48}}) {
+    const QuantOptions opts{.block_size = block};
+    EXPECT_THROW(
+        emu.kernels().quantize(q.data(), as_bytes(DevicePtr<const float>(x.data())), 64, DType::f32, opts),
+        InputError);
+    EXPECT_THROW(emu.kernels().dequantize(as_bytes(x.data()), DType::f32, q.data(), 64, opts), InputError);
+    EXPECT_THROW(emu.kernels().dequantize_add(x.data(), q.data(), 64, opts), InputError);
+  }
+}
+
 }  // namespace
 }  // namespace tz

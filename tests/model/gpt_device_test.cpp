@@ -13,43 +13,13 @@
 #include "device/device_buffer.hpp"
 #include "model/gpt.hpp"
 #include "model/gpt_init.hpp"
+#include "support/device_params.hpp"
 
 namespace tz {
 namespace {
 
 const GptConfig kDeviceTestCfg{.n_layer = 2, .n_embd = 32, .n_head = 4, .n_positions = 16, .vocab_size = 37};
 constexpr int kDeviceTestB = 2, kDeviceTestT = 9;
-
-// Serves every range from device buffers of one backend: fp32 values (all of them, or with bf16 the
-// tensors that are not weight matrices) and, with bf16, the whole range narrowed.
-class DeviceParams final : public ParamSource {
- public:
-  DeviceParams(Backend& dev, const ParameterLayout& layout, const std::vector<float>& params,
-               bool bf16_matrices)
-      : layout_(layout), f32_(dev, params.size()), grads_(dev, params.size()) {
-    upload(f32_.data(), params.data(), params.size());
-    if (bf16_matrices) {
-      std::vector<bf16> narrow(params.size());
-      for (std::size_t i = 0; i < params.size(); ++i) narrow[i] = to_bf16(params[i]);
-      b16_ = DeviceBuffer<bf16>(dev, params.size());
-      upload(b16_.data(), narrow.data(), narrow.size());
-    }
-  }
-  AcquiredParams acquire_params(int r) override {
-    const std::size_t at = layout_.range(r).offset;
-    return {f32_.at(at).address(), b16_.empty() ? nullptr : b16_.at(at).address()};
-  }
-  void release_params(int) override {}
-  float* grad_buffer(int r) override { return grads_.at(layout_.range(r).offset).address(); }
-  void grads_ready(int) override {}
-  std::vector<float> grads() const { return download(grads_.data(), grads_.size()); }
-
- private:
-  const ParameterLayout& layout_;
-  DeviceBuffer<float> f32_;
-  DeviceBuffer<bf16> b16_;
-  DeviceBuffer<float> grads_;
-};
 
 struct DeviceRun {
   double loss = 0;
@@ -69,7 +39,7 @@ DeviceRun run_on(DeviceKind kind, GptOptions options, bool bf16_matrices) {
     tokens.push_back(static_cast<std::int32_t>(gen() % kDeviceTestCfg.vocab_size));
     targets.push_back(static_cast<std::int32_t>(gen() % kDeviceTestCfg.vocab_size));
   }
-  DeviceParams src(backend(kind), model.layout(), params, bf16_matrices);
+  test::DeviceParams src(backend(kind), model.layout(), params, bf16_matrices);
   DeviceRun out;
   out.loss = model.forward(src, tokens.data(), targets.data());
   out.logits = model.logits();

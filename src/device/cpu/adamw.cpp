@@ -24,10 +24,7 @@ void check_segments(std::span<const DecaySegment> segments, std::size_t n) {
   TZ_CHECK_EQ(covered, n);
 }
 
-// The step's constants. L2: Adam's weight decay l2 * p enters the gradient (decay_factor is then 1).
-struct AdamWConstants {
-  float decay_factor, l2, b1, b2, step_size, inv_sqrt_bc2, eps, grad_scale;
-};
+using AdamWConstants = AdamWStepConstants;
 
 // The new (p, m, v) of one element: the one formula of the update and of its non-finite count. The
 // AVX2 loop below repeats it operation for operation (no fused multiply-add: the baseline ISA has
@@ -44,23 +41,11 @@ inline AdamWElement adamw_element(float p, float g, float m, float v, const Adam
   return {p * k.decay_factor - k.step_size * mi / (std::sqrt(vi) * k.inv_sqrt_bc2 + k.eps), mi, vi};
 }
 
-// The segment rule: decoupled decay scales p, Adam's L2 enters the gradient.
 bool uses_l2(const AdamWParams& hp, bool decay) {
-  return !hp.decoupled && decay && hp.weight_decay != 0.0f;
+  return adamw_uses_l2(hp, decay);
 }
-
 AdamWConstants constants_for(const AdamWParams& hp, bool decay, int step, float grad_scale) {
-  const float bc1 = 1.0f - std::pow(hp.beta1, static_cast<float>(step));
-  const float bc2 = 1.0f - std::pow(hp.beta2, static_cast<float>(step));
-  const bool l2 = uses_l2(hp, decay);
-  return {.decay_factor = decay && hp.decoupled ? 1.0f - hp.lr * hp.weight_decay : 1.0f,
-          .l2 = l2 ? hp.weight_decay : 0.0f,
-          .b1 = hp.beta1,
-          .b2 = hp.beta2,
-          .step_size = hp.lr / bc1,
-          .inv_sqrt_bc2 = 1.0f / std::sqrt(bc2),
-          .eps = hp.eps,
-          .grad_scale = grad_scale};
+  return adamw_step_constants(hp, decay, step, grad_scale);
 }
 
 // One run with a fixed decay flag, one element at a time; returns the bound of what it wrote. The
@@ -215,6 +200,24 @@ void force_portable(bool on) {
   portable_forced.store(on, std::memory_order_relaxed);
 }
 }  // namespace adamw_detail
+
+bool adamw_uses_l2(const AdamWParams& hp, bool decay) {
+  return !hp.decoupled && decay && hp.weight_decay != 0.0f;
+}
+
+AdamWStepConstants adamw_step_constants(const AdamWParams& hp, bool decay, int step, float grad_scale) {
+  const float bc1 = 1.0f - std::pow(hp.beta1, static_cast<float>(step));
+  const float bc2 = 1.0f - std::pow(hp.beta2, static_cast<float>(step));
+  const bool l2 = adamw_uses_l2(hp, decay);
+  return {.decay_factor = decay && hp.decoupled ? 1.0f - hp.lr * hp.weight_decay : 1.0f,
+          .l2 = l2 ? hp.weight_decay : 0.0f,
+          .b1 = hp.beta1,
+          .b2 = hp.beta2,
+          .step_size = hp.lr / bc1,
+          .inv_sqrt_bc2 = 1.0f / std::sqrt(bc2),
+          .eps = hp.eps,
+          .grad_scale = grad_scale};
+}
 
 void AdamWStateBound::merge(const AdamWStateBound& o) {
   // A NaN on either side wins (vmaxps/vminps keep a NaN second operand; this keeps either).

@@ -36,6 +36,17 @@ std::size_t adamw_nonfinite_count(const float* params, const float* grads, const
                                   std::span<const DecaySegment> segments, std::size_t n, int step,
                                   const AdamWParams& hp, float grad_scale = 1.0f);
 
+// The constants of one step for elements of one decay flag, computed once on the host: every backend's
+// kernel takes these, so the per-element arithmetic (adamw_element in adamw.cpp) is all that remains.
+struct AdamWStepConstants {
+  float decay_factor;  // 1 - lr * wd where decoupled decay applies, else 1
+  float l2;            // Adam's L2 coefficient where it applies (adamw_uses_l2), else 0
+  float b1, b2, step_size, inv_sqrt_bc2, eps, grad_scale;
+};
+// Whether Adam's L2 term enters the gradient: not decoupled, a decaying element, wd != 0.
+bool adamw_uses_l2(const AdamWParams& hp, bool decay);
+AdamWStepConstants adamw_step_constants(const AdamWParams& hp, bool decay, int step, float grad_scale);
+
 namespace adamw_detail {  // the two paths of adamw_update's loop, for tests
 bool have_avx2();
 void force_portable(bool on);  // have_avx2() answers false while on

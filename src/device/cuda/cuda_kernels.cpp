@@ -1,0 +1,354 @@
+#include "device/cuda/cuda_kernels.hpp"
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <string_view>
+#include <vector>
+
+#include "core/error.hpp"
+#include "device/cpu/adamw.hpp"
+#include "device/cuda/cuda_backend.hpp"
+#include "device/cuda/cuda_check.hpp"
+#include "device/cuda/launchers.hpp"
+
+namespace tz {
+namespace {
+
+cudaStream_t stream() {
+  return cudaStreamPerThread;
+}
+
+// Waits for the calling thread's stream: the entry has finished when it returns.
+void finish(const char* what) {
+  cuda::check(cudaStreamSynchronize(stream()), what);
+}
+
+cuda::bf16_bits* bits(bf16* p) {
+  return reinterpret_cast<cuda::bf16_bits*>(p);
+}
+const cuda::bf16_bits* bits(const bf16* p) {
+  return reinterpret_cast<const cuda::bf16_bits*>(p);
+}
+
+// One cuBLAS handle per thread, on the thread's stream (a handle is not shared between threads).
+cublasHandle_t cublas() {
+  struct Handle {
+    cublasHandle_t h = nullptr;
+    Handle() {
+      cuda::check_cublas(cublasCreate(&h), "create handle");
+      cuda::check_cublas(cublasSetStream(h, stream()), "set stream");
+      cuda::check_cublas(cublasSetMathMode(h, CUBLAS_DEFAULT_MATH), "math mode");  // fp32, no TF32
+    }
+    ~Handle() { cublasDestroy(h); }
+  };
+  thread_local Handle handle;
+  return handle.h;
+}
+
+// Elements a row-major matrix of `rows` x `cols` at leading dimension `ld` spans.
+std::size_t matrix_extent(int rows, int cols, int ld) {
+  if (rows <= 0 || cols <= 0) return 0;
+  return static_cast<std::size_t>(rows - 1) * static_cast<std::size_t>(ld) + static_cast<std::size_t>(cols);
+}
+
+// Scratch device memory for one entry, freed on the stream.
+class Scratch {
+ public:
+  explicit Scratch(std::size_t bytes) {
+    if (bytes > 0) cuda::check(cudaMallocAsync(&p_, bytes, stream()), "scratch");
+  }
+  ~Scratch() {
+    if (p_) cudaFreeAsync(p_, stream());
+  }
+  Scratch(const Scratch&) = delete;
+  Scratch& operator=(const Scratch&) = delete;
+  template <typename T>
+  T* as() const {
+    return static_cast<T*>(p_);
+  }
+
+ private:
+  void* p_ = nullptr;
+};
+
+// The row-major product of GemmArgs as cuBLAS's column-major one: C^T = op(B)^T op(A)^T, so B goes
+// first and the dimensions swap (M <-> N). Enqueued only.
+void enqueue_gemm(const GemmArgs& g) {
+  TZ_CHECK(g.M >= 0 && g.N >= 0 && g.K >= 0, "gemm sizes {} x {} x {}", g.M, g.N, g.K);
+  TZ_CHECK(!(g.B && g.B16) && (g.B || g.B16 || g.K == 0 || g.M == 0 || g.N == 0), "gemm needs one B");
+  const int min_lda = std::max(1, g.trans_a ? g.M : g.K), min_ldb = std::max(1, g.trans_b ? g.K : g.N),
+            min_ldc = std::max(1, g.N);
+  TZ_CHECK_GE(g.lda, min_lda);
+  TZ_CHECK_GE(g.ldb, min_ldb);
+  TZ_CHECK_GE(g.ldc, min_ldc);
+  if (g.M == 0 || g.N == 0) return;
+  const float* B = g.B;
+  Scratch widened(g.B16 ? matrix_extent(g.trans_b ? g.N : g.K, g.trans_b ? g.K : g.N, g.ldb) * sizeof(float)
+                        : 0);
+  if (g.B16) {
+    cuda::widen_matrix(stream(), widened.as<float>(), bits(g.B16),
+                       matrix_extent(g.trans_b ? g.N : g.K, g.trans_b ? g.K : g.N, g.ldb));
+    B = widened.as<float>();
+  }
+  cuda::check_cublas(
+      cublasSgemm(cublas(), g.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, g.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, g.N,
+                  g.M, g.K, &g.alpha, B, g.ldb, g.A, g.lda, &g.beta, g.C, g.ldc),
+      "sgemm");
+  if (g.bias) cuda::add_bias_rows(stream(), g.C, g.bias, g.M, g.N, g.ldc);
+  if (g.a_row_sums) cuda::add_row_sums(stream(), g.a_row_sums, g.A, g.trans_a, g.M, g.K, g.lda);
+  // `widened` is freed on the stream after the product that reads it.
+}
+
+void check_segments(std::span<const DecaySegment> segments, std::size_t n) {
+  std::size_t covered = 0;
+  for (const auto& s : segments) {
+    TZ_CHECK_EQ(s.offset, covered);
+    covered += s.numel;
+  }
+  TZ_CHECK_EQ(covered, n);
+}
+
+// The decay runs and the step's constants for both flags, as the cpu backend computes them.
+struct AdamWLaunch {
+  std::vector<cuda::DecayRun> runs;
+  cuda::AdamWConstants constants[2];
+  AdamWLaunch(std::span<const DecaySegment> segments, std::size_t n, int step, const AdamWParams& hp,
+              float grad_scale) {
+    check_segments(segments, n);
+    TZ_CHECK_GE(step, 1);
+    for (const auto& s : segments)
+      if (s.numel > 0) runs.push_back({s.offset, s.numel, s.decay ? 1 : 0});
+    for (int decay = 0; decay < 2; ++decay) {
+      const AdamWStepConstants k = adamw_step_constants(hp, decay != 0, step, grad_scale);
+      constants[decay] = {k.decay_factor, k.l2,         k.b1,
+                          k.b2,           k.step_size,  k.inv_sqrt_bc2,
+                          k.eps,          k.grad_scale, adamw_uses_l2(hp, decay != 0) ? 1 : 0};
+    }
+  }
+};
+
+// The cpu backend's refusals of a quantizer call (InputError), before anything is launched.
+void check_quant_call(std::string_view op, DType dtype, const QuantOptions& opts, std::size_t count,
+                      const void* in, const void* out) {
+  validate_quant_options(opts);
+  if (dtype != DType::f32 && dtype != DType::bf16)
+    fail_input("{}: dtype {} is not quantizable (f32 or bf16)", op, dtype_name(dtype));
+  if (count > 0 && (in == nullptr || out == nullptr))
+    fail_input("{}: null {} buffer for {} elements", op, in == nullptr ? "input" : "output", count);
+}
+
+}  // namespace
+
+void CudaKernels::narrow_to_bf16(DevicePtr<bf16> out, DevicePtr<const float> in, std::size_t n) {
+  backend_.bind();
+  cuda::narrow_to_bf16(stream(), bits(out.address()), in.address(), n);
+  finish("narrow_to_bf16");
+}
+
+void CudaKernels::widen_from_bf16(DevicePtr<float> out, DevicePtr<const bf16> in, std::size_t n) {
+  backend_.bind();
+  cuda::widen_from_bf16(stream(), out.address(), bits(in.address()), n);
+  finish("widen_from_bf16");
+}
+
+void CudaKernels::reduce_add(DevicePtr<std::byte> out, DevicePtr<const std::byte> a,
+                             DevicePtr<const std::byte> b, std::size_t n, DType dtype) {
+  backend_.bind();
+  cuda::reduce_add(stream(), out.address(), a.address(), b.address(), n, dtype);
+  finish("reduce_add");
+}
+
+void CudaKernels::accumulate(DevicePtr<float> acc, DevicePtr<const std::byte> x, std::size_t n, DType dtype) {
+  backend_.bind();
+  cuda::accumulate(stream(), acc.address(), x.address(), n, dtype);
+  finish("accumulate");
+}
+
+void CudaKernels::narrow_and_clear(DevicePtr<bf16> out, DevicePtr<float> in, std::size_t n) {
+  backend_.bind();
+  cuda::narrow_and_clear(stream(), bits(out.address()), in.address(), n);
+  finish("narrow_and_clear");
+}
+
+double CudaKernels::sum_of_squares(DevicePtr<const float> x, std::size_t n) {
+  backend_.bind();
+  return cuda::sum_of_squares(stream(), x.address(), n);
+}
+
+AdamWStateBound CudaKernels::adamw_update(DevicePtr<float> params, DevicePtr<const float> grads,
+                                          DevicePtr<float> m, DevicePtr<float> v,
+                                          std::span<const DecaySegment> segments, std::size_t n, int step,
+                                          const AdamWParams& hp, float grad_scale) {
+  backend_.bind();
+  const AdamWLaunch launch(segments, n, step, hp, grad_scale);
+  const cuda::AdamWBound b =
+      cuda::adamw_update(stream(), params.address(), grads.address(), m.address(), v.address(),
+                         launch.runs.data(), launch.runs.size(), n, launch.constants);
+  return {.abs_p = b.abs_p, .abs_m = b.abs_m, .v = b.v, .v_min = b.v_min};
+}
+
+std::size_t CudaKernels::adamw_nonfinite_count(DevicePtr<const float> params, DevicePtr<const float> grads,
+                                               DevicePtr<const float> m, DevicePtr<const float> v,
+                                               std::span<const DecaySegment> segments, std::size_t n,
+                                               int step, const AdamWParams& hp, float grad_scale) {
+  backend_.bind();
+  const AdamWLaunch launch(segments, n, step, hp, grad_scale);
+  return cuda::adamw_nonfinite_count(stream(), params.address(), grads.address(), m.address(), v.address(),
+                                     launch.runs.data(), launch.runs.size(), n, launch.constants);
+}
+
+QuantStats CudaKernels::quantize(DevicePtr<std::uint8_t> q, DevicePtr<const std::byte> x, std::size_t count,
+                                 DType dtype, const QuantOptions& opts) {
+  check_quant_call("quantize", dtype, opts, count, x.address(), q.address());
+  backend_.bind();
+  return cuda::quantize(stream(), q.address(), x.address(), count, dtype, opts);
+}
+
+void CudaKernels::dequantize(DevicePtr<std::byte> y, DType dtype, DevicePtr<const std::uint8_t> q,
+                             std::size_t count, const QuantOptions& opts) {
+  check_quant_call("dequantize", dtype, opts, count, q.address(), y.address());
+  backend_.bind();
+  cuda::dequantize(stream(), y.address(), dtype, q.address(), count, opts);
+  finish("dequantize");
+}
+
+void CudaKernels::dequantize_add(DevicePtr<float> acc, DevicePtr<const std::uint8_t> q, std::size_t count,
+                                 const QuantOptions& opts) {
+  check_quant_call("dequantize_add", DType::f32, opts, count, q.address(), acc.address());
+  backend_.bind();
+  cuda::dequantize_add(stream(), acc.address(), q.address(), count, opts);
+  finish("dequantize_add");
+}
+
+void CudaKernels::gemm(const GemmArgs& args) {
+  backend_.bind();
+  enqueue_gemm(args);
+  finish("gemm");
+}
+
+void CudaKernels::encoder_forward(float* out, const std::int32_t* tokens, WeightRef wte, const float* wpe,
+                                  int B, int T, int C, int V) {
+  backend_.bind();
+  cuda::encoder_forward(stream(), out, tokens, wte.f32, bits(wte.b16), wpe, B, T, C, V);
+  finish("encoder_forward");
+}
+
+void CudaKernels::encoder_backward(float* dwte, float* dwpe, const float* dout, const std::int32_t* tokens,
+                                   int B, int T, int C, int V) {
+  backend_.bind();
+  cuda::encoder_backward(stream(), dwte, dwpe, dout, tokens, B, T, C, V);
+  finish("encoder_backward");
+}
+
+void CudaKernels::layernorm_forward(float* out, float* mean, float* rstd, const float* inp,
+                                    const float* weight, const float* bias, int N, int C) {
+  backend_.bind();
+  cuda::layernorm_forward(stream(), out, mean, rstd, inp, weight, bias, N, C);
+  finish("layernorm_forward");
+}
+
+void CudaKernels::layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout,
+                                     const float* inp, const float* weight, const float* mean,
+                                     const float* rstd, int N, int C) {
+  backend_.bind();
+  cuda::layernorm_backward(stream(), dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C);
+  finish("layernorm_backward");
+}
+
+// The linear layer as the cpu backend builds it (device/cpu/matmul.cpp): the same three products.
+void CudaKernels::matmul_forward(float* out, const float* inp, WeightRef weight, const float* bias, int N,
+                                 int C, int OC) {
+  backend_.bind();
+  enqueue_gemm({.trans_b = true,
+                .M = N,
+                .N = OC,
+                .K = C,
+                .A = inp,
+                .lda = C,
+                .B = weight.f32,
+                .B16 = weight.b16,
+                .ldb = C,
+                .C = out,
+                .ldc = OC,
+                .bias = bias});
+  finish("matmul_forward");
+}
+
+void CudaKernels::matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout,
+                                  const float* inp, WeightRef weight, int N, int C, int OC) {
+  backend_.bind();
+  enqueue_gemm({.M = N,
+                .N = C,
+                .K = OC,
+                .A = dout,
+                .lda = OC,
+                .B = weight.f32,
+                .B16 = weight.b16,
+                .ldb = C,
+                .C = dinp,
+                .ldc = C});
+  if (dweight)
+    enqueue_gemm({.trans_a = true,
+                  .M = OC,
+                  .N = C,
+                  .K = N,
+                  .A = dout,
+                  .lda = OC,
+                  .B = inp,
+                  .ldb = C,
+                  .beta = 1.0f,
+                  .C = dweight,
+                  .ldc = C,
+                  .a_row_sums = dbias});
+  else if (dbias)
+    cuda::add_row_sums(stream(), dbias, dout, true, OC, N, OC);
+  finish("matmul_backward");
+}
+
+void CudaKernels::attention_forward(float* out, float* att, const float* qkv, int B, int T, int C, int H) {
+  backend_.bind();
+  cuda::attention_forward(stream(), out, att, qkv, B, T, C, H);
+  finish("attention_forward");
+}
+
+void CudaKernels::attention_backward(float* dqkv, const float* dout, const float* qkv, const float* att,
+                                     int B, int T, int C, int H) {
+  backend_.bind();
+  cuda::attention_backward(stream(), dqkv, dout, qkv, att, B, T, C, H);
+  finish("attention_backward");
+}
+
+void CudaKernels::gelu_forward(float* out, const float* inp, long n) {
+  backend_.bind();
+  cuda::gelu_forward(stream(), out, inp, n);
+  finish("gelu_forward");
+}
+
+void CudaKernels::gelu_backward(float* dinp, const float* inp, const float* dout, long n) {
+  backend_.bind();
+  cuda::gelu_backward(stream(), dinp, inp, dout, n);
+  finish("gelu_backward");
+}
+
+void CudaKernels::residual_forward(float* out, const float* a, const float* b, long n) {
+  backend_.bind();
+  cuda::residual_forward(stream(), out, a, b, n);
+  finish("residual_forward");
+}
+
+double CudaKernels::softmax_cross_entropy_forward(float* losses, float* probs, const float* logits,
+                                                  const std::int32_t* targets, int N, int V) {
+  backend_.bind();
+  return cuda::softmax_cross_entropy_forward(stream(), losses, probs, logits, targets, N, V);
+}
+
+void CudaKernels::softmax_cross_entropy_backward(float* dlogits, const float* probs,
+                                                 const std::int32_t* targets, float dloss, int N, int V) {
+  backend_.bind();
+  cuda::softmax_cross_entropy_backward(stream(), dlogits, probs, targets, dloss, N, V);
+  finish("softmax_cross_entropy_backward");
+}
+
+}  // namespace tz

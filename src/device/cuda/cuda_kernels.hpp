@@ -1,0 +1,69 @@
+// The CUDA backend's kernel table (device/kernels.hpp): each entry enqueues its kernels
+// (device/cuda/*.cu, declared in launchers.hpp) on the calling thread's stream and waits for them, so
+// it has finished when it returns, as on the other backends. The products go to cuBLAS in fp32 (no
+// TF32: cuBLAS's default math), one handle per thread; a bf16 op(B) is widened into scratch first
+// (exact). How each entry compares with the cpu backend is said in its .cu file and held by the tests
+// (tests/cuda): bitwise for conversions, elementwise passes, the sum of squares, AdamW and block
+// quantization; within fp32 rounding of a different summation order for products and layers.
+#pragma once
+
+#include "device/kernels.hpp"
+
+namespace tz {
+
+class CudaBackend;
+
+class CudaKernels final : public Kernels {
+ public:
+  explicit CudaKernels(CudaBackend& backend) : backend_(backend) {}
+
+  void narrow_to_bf16(DevicePtr<bf16> out, DevicePtr<const float> in, std::size_t n) override;
+  void widen_from_bf16(DevicePtr<float> out, DevicePtr<const bf16> in, std::size_t n) override;
+  void reduce_add(DevicePtr<std::byte> out, DevicePtr<const std::byte> a, DevicePtr<const std::byte> b,
+                  std::size_t n, DType dtype) override;
+  void accumulate(DevicePtr<float> acc, DevicePtr<const std::byte> x, std::size_t n, DType dtype) override;
+  void narrow_and_clear(DevicePtr<bf16> out, DevicePtr<float> in, std::size_t n) override;
+  double sum_of_squares(DevicePtr<const float> x, std::size_t n) override;
+  AdamWStateBound adamw_update(DevicePtr<float> params, DevicePtr<const float> grads, DevicePtr<float> m,
+                               DevicePtr<float> v, std::span<const DecaySegment> segments, std::size_t n,
+                               int step, const AdamWParams& hp, float grad_scale) override;
+  std::size_t adamw_nonfinite_count(DevicePtr<const float> params, DevicePtr<const float> grads,
+                                    DevicePtr<const float> m, DevicePtr<const float> v,
+                                    std::span<const DecaySegment> segments, std::size_t n, int step,
+                                    const AdamWParams& hp, float grad_scale) override;
+  QuantStats quantize(DevicePtr<std::uint8_t> q, DevicePtr<const std::byte> x, std::size_t count, DType dtype,
+                      const QuantOptions& opts) override;
+  void dequantize(DevicePtr<std::byte> y, DType dtype, DevicePtr<const std::uint8_t> q, std::size_t count,
+                  const QuantOptions& opts) override;
+  void dequantize_add(DevicePtr<float> acc, DevicePtr<const std::uint8_t> q, std::size_t count,
+                      const QuantOptions& opts) override;
+  void gemm(const GemmArgs& args) override;
+
+  void encoder_forward(float* out, const std::int32_t* tokens, WeightRef wte, const float* wpe, int B, int T,
+                       int C, int V) override;
+  void encoder_backward(float* dwte, float* dwpe, const float* dout, const std::int32_t* tokens, int B, int T,
+                        int C, int V) override;
+  void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, const float* weight,
+                         const float* bias, int N, int C) override;
+  void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
+                          const float* weight, const float* mean, const float* rstd, int N, int C) override;
+  void matmul_forward(float* out, const float* inp, WeightRef weight, const float* bias, int N, int C,
+                      int OC) override;
+  void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
+                       WeightRef weight, int N, int C, int OC) override;
+  void attention_forward(float* out, float* att, const float* qkv, int B, int T, int C, int H) override;
+  void attention_backward(float* dqkv, const float* dout, const float* qkv, const float* att, int B, int T,
+                          int C, int H) override;
+  void gelu_forward(float* out, const float* inp, long n) override;
+  void gelu_backward(float* dinp, const float* inp, const float* dout, long n) override;
+  void residual_forward(float* out, const float* a, const float* b, long n) override;
+  double softmax_cross_entropy_forward(float* losses, float* probs, const float* logits,
+                                       const std::int32_t* targets, int N, int V) override;
+  void softmax_cross_entropy_backward(float* dlogits, const float* probs, const std::int32_t* targets,
+                                      float dloss, int N, int V) override;
+
+ private:
+  CudaBackend& backend_;
+};
+
+}  // namespace tz
