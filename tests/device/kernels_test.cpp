@@ -202,6 +202,21 @@ TEST_P(KernelTables, GemmMatchesTheCpuPathWithBf16BAndLeadingDimensions) {
   }
 }
 
+TEST_P(KernelTables, ATokenIdOutsideTheVocabularyIsAnErrorNotAnAccess) {
+  const int B = 1, T = 3, C = 4, V = 5;
+  auto out = on_device(std::vector<float>(B * T * C)), wte = on_device(std::vector<float>(V * C, 1.0f));
+  auto wpe = on_device(std::vector<float>(T * C)), dout = on_device(std::vector<float>(B * T * C, 1.0f));
+  for (std::int32_t bad : {-1, V, 1 << 30}) {
+    auto tokens = on_device(std::vector<std::int32_t>{0, bad, 1});
+    EXPECT_THROW(k().encoder_forward(out.data().address(), tokens.data().address(), wte.data().address(),
+                                     wpe.data().address(), B, T, C, V),
+                 InternalError);
+    EXPECT_THROW(k().encoder_backward(wte.data().address(), wpe.data().address(), dout.data().address(),
+                                      tokens.data().address(), B, T, C, V),
+                 InternalError);
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Kinds, KernelTables, ::testing::Values(DeviceKind::cpu, DeviceKind::emulated),
                          [](const auto& info) { return std::string(device_kind_name(info.param)); });
 

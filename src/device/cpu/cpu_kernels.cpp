@@ -91,13 +91,26 @@ void CpuKernels::gemm(const GemmArgs& args) {
   tz::gemm(args);
 }
 
+namespace {
+// Every token id inside the vocabulary: the embedding rows they index exist (an InternalError naming
+// the first one that does not, as the GPU backend reports it, instead of an access out of bounds).
+void check_token_ids(const std::int32_t* tokens, int B, int T, int V) {
+  const std::size_t n = static_cast<std::size_t>(B) * T;
+  for (std::size_t i = 0; i < n; ++i)
+    TZ_CHECK(tokens[i] >= 0 && tokens[i] < V, "token id {} at row {} outside the vocabulary of {}", tokens[i],
+             i, V);
+}
+}  // namespace
+
 void CpuKernels::encoder_forward(float* out, const std::int32_t* tokens, WeightRef wte, const float* wpe,
-                                 int B, int T, int C, int) {
+                                 int B, int T, int C, int V) {
+  check_token_ids(tokens, B, T, V);
   tz::encoder_forward(out, tokens, wte, wpe, B, T, C);
 }
 
 void CpuKernels::encoder_backward(float* dwte, float* dwpe, const float* dout, const std::int32_t* tokens,
-                                  int B, int T, int C, int) {
+                                  int B, int T, int C, int V) {
+  check_token_ids(tokens, B, T, V);
   tz::encoder_backward(dwte, dwpe, dout, tokens, B, T, C);
 }
 
