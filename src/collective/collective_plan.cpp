@@ -34,6 +34,42 @@ std::string_view collective_route_name(CollectiveRoute r) {
   return "?";
 }
 
+std::string_view step_algorithm_name(StepAlgorithm a) {
+  switch (a) {
+    case StepAlgorithm::automatic:
+      return "auto";
+    case StepAlgorithm::ring:
+      return "ring";
+    case StepAlgorithm::pairwise:
+      return "pairwise";
+    case StepAlgorithm::shared_memory:
+      return "shared";
+  }
+  return "?";
+}
+
+std::string step_algorithm_key(std::string_view label, CollectiveKind kind, StepAlgorithm a) {
+  std::string key(label);
+  key += ' ';
+  key += collective_name(kind);
+  key += ' ';
+  key += step_algorithm_name(a);
+  return key;
+}
+
+TierSet SharedMemoryTiers::of(CollectiveKind step_kind) const {
+  switch (step_kind) {
+    case CollectiveKind::all_gather:
+      return all_gather;
+    case CollectiveKind::reduce_scatter:
+      return reduce_scatter;
+    case CollectiveKind::all_to_all:
+      return all_to_all;
+    default:
+      return 0;  // the all-reduce and the rest run over the transport
+  }
+}
+
 double CollectivePlan::bytes() const {
   double b = 0;
   for (const auto& s : steps) b += s.bytes;
@@ -205,11 +241,15 @@ CollectivePlan plan_all_reduce(const Topology& topo, const CollectiveRequest& r,
   return p;
 }
 
-}  // namespace
+// The algorithm of one step: shared memory where its group lies in one host's memory and the kind
+// has a shared-memory algorithm, else the transport's.
+StepAlgorithm step_algorithm(const TierStep& s, const SharedMemoryTiers& shared) {
+  if (s.group_size > 1 && (s.tiers & ~shared.of(s.kind)) == 0 && shared.of(s.kind) != 0)
+    return StepAlgorithm::shared_memory;
+  return s.kind == CollectiveKind::all_to_all ? StepAlgorithm::pairwise : StepAlgorithm::ring;
+}
 
-CollectivePlan plan_collective(const Topology& topo, const CollectiveRequest& r) {
-  TZ_CHECK((r.tiers & ~tiers_up_to(topo.num_tiers() - 1)) == 0, "tier set {:#x} on a {}-tier topology",
-           r.tiers, topo.num_tiers());
+CollectivePlan plan_route(const Topology& topo, const CollectiveRequest& r) {
   const bool flat = runs_flat(topo, r.tiers, r.algo);
   switch (r.kind) {
     case CollectiveKind::all_gather:
@@ -222,6 +262,16 @@ CollectivePlan plan_collective(const Topology& topo, const CollectiveRequest& r)
       TZ_CHECK(false, "no plan for a {} over a tier set", collective_name(r.kind));
   }
   __builtin_unreachable();
+}
+
+}  // namespace
+
+CollectivePlan plan_collective(const Topology& topo, const CollectiveRequest& r) {
+  TZ_CHECK((r.tiers & ~tiers_up_to(topo.num_tiers() - 1)) == 0, "tier set {:#x} on a {}-tier topology",
+           r.tiers, topo.num_tiers());
+  CollectivePlan p = plan_route(topo, r);
+  for (TierStep& s : p.steps) s.algorithm = step_algorithm(s, r.shared_memory);
+  return p;
 }
 
 }  // namespace tz

@@ -21,6 +21,13 @@
 //                 inner first
 //   qgz_all_to_all  qgZ: per active tier, inner first, the tier's input is cut into f slices, each
 //                 quantized to INT4 on its own, all-to-all, dequantized and summed in fp32
+// Algorithm of each step (TierStep::algorithm), for the single communicator that runs it:
+//   shared_memory  an all-gather, reduce-scatter or all-to-all whose group lies in one host's memory
+//                  (its tiers within the request's shared_memory tiers for that kind, which the
+//                  runtime fills: comm/mesh.hpp): every block copied once into a shared staging
+//                  buffer and once out (comm/*_shared.cpp)
+//   ring           the ring over the transport (all-gather, reduce-scatter, all-reduce: always ring)
+//   pairwise       the all-to-all's pairwise exchange over the transport
 // Quantization:
 //   qwz           the shard is quantized once (INT8 codes + fp32 scales) and its codes travel the
 //                 route as u8; every rank dequantizes every shard
@@ -48,6 +55,22 @@ enum class CollectiveAlgo : std::uint8_t { hierarchical, flat };
 std::string_view collective_algo_name(CollectiveAlgo a);
 CollectiveAlgo parse_collective_algo(std::string_view value, std::string_view what);
 
+// How one single-communicator step runs (see above); `automatic` is for direct calls on a
+// communicator outside any plan (its own options decide), never a planned step's.
+enum class StepAlgorithm : std::uint8_t { automatic, ring, pairwise, shared_memory };
+std::string_view step_algorithm_name(StepAlgorithm a);  // "auto", "ring", "pairwise", "shared"
+// "<label> <kind> <algorithm>" ("node all_gather shared"): how the schedule and the traffic ledger
+// count the steps of each algorithm.
+std::string step_algorithm_key(std::string_view label, CollectiveKind kind, StepAlgorithm a);
+
+// The tiers whose groups may run the shared-memory algorithms, per step kind (a kind switched off in
+// the communicators' options has none). What the runtime knows: the ranks that share a host.
+struct SharedMemoryTiers {
+  TierSet all_gather = 0, reduce_scatter = 0, all_to_all = 0;
+  TierSet of(CollectiveKind step_kind) const;
+  bool operator==(const SharedMemoryTiers&) const = default;
+};
+
 struct CollectiveRequest {
   CollectiveKind kind = CollectiveKind::all_gather;  // all_gather, reduce_scatter or all_reduce
   TierSet tiers = 0;
@@ -61,7 +84,8 @@ struct CollectiveRequest {
   QuantOptions quant_options() const {
     return {.bits = quant_bits == 4 ? QuantBits::int4 : QuantBits::int8, .block_size = quant_block};
   }
-  bool whole_per_tier = false;  // all-reduce of a value that cannot be split (scalars)
+  bool whole_per_tier = false;           // all-reduce of a value that cannot be split (scalars)
+  SharedMemoryTiers shared_memory = {};  // none: every step runs over the transport (ring, pairwise)
 };
 
 enum class CollectiveRoute : std::uint8_t { local, hierarchical, flat, per_tier, qgz_all_to_all };
@@ -78,6 +102,7 @@ struct TierStep {
   int group_size = 1;  // ranks in the group: the tier's fan-out, or |group(tiers)|
   std::size_t payload_bytes = 0;  // as collective_kind.hpp defines the payload for this kind
   double bytes = 0;               // algorithmic_bytes(kind, payload_bytes, group_size) per rank
+  StepAlgorithm algorithm = StepAlgorithm::ring;  // how the step's communicator runs it
 };
 
 struct CollectivePlan {

@@ -24,6 +24,7 @@
 #include <memory>
 #include <string>
 
+#include "collective/collective_plan.hpp"
 #include "comm/comm_options.hpp"
 #include "comm/flight_recorder.hpp"
 #include "comm/traffic.hpp"
@@ -45,11 +46,20 @@ class Communicator {
   virtual TrafficLedger& ledger() = 0;
   // The flight recorder of this rank (shared by the communicators split from one world).
   virtual const std::shared_ptr<FlightRecorder>& recorder() const = 0;
+  // Whether its transport lets the ranks map one shared-memory segment (Transport::can_share_memory).
+  virtual bool can_share_memory() const = 0;
 
-  virtual Work all_gather(const void* send, void* recv, std::size_t count, DType dtype) = 0;
-  virtual Work reduce_scatter(const void* send, void* recv, std::size_t count, DType dtype) = 0;
-  virtual Work all_reduce(const void* send, void* recv, std::size_t count, DType dtype) = 0;
-  virtual Work all_to_all(const void* send, void* recv, std::size_t count, DType dtype) = 0;
+  // `algorithm`: the one a plan chose for this step (collective/collective_plan.hpp); `automatic`
+  // (direct calls outside a plan) lets the communicator's options choose. A planned shared-memory
+  // step whose ranks cannot map a shared segment runs over the transport instead, counted in the
+  // ledger (TrafficLedger::shared_memory_fallbacks) and the flight recorder.
+  virtual Work all_gather(const void* send, void* recv, std::size_t count, DType dtype,
+                          StepAlgorithm algorithm = StepAlgorithm::automatic) = 0;
+  virtual Work reduce_scatter(const void* send, void* recv, std::size_t count, DType dtype,
+                              StepAlgorithm algorithm = StepAlgorithm::automatic) = 0;
+  virtual Work all_reduce(const void* send, void* recv, std::size_t count, DType dtype) = 0;  // a ring
+  virtual Work all_to_all(const void* send, void* recv, std::size_t count, DType dtype,
+                          StepAlgorithm algorithm = StepAlgorithm::automatic) = 0;
   virtual Work broadcast(void* buf, std::size_t count, DType dtype, int root) = 0;
   virtual Work barrier() = 0;
 

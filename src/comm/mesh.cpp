@@ -98,7 +98,29 @@ Work Mesh::all_reduce(TierSet tiers, const void* send, void* recv, std::size_t c
 
 Work Mesh::run(const CollectiveRequest& request, const void* send, void* recv) {
   TZ_CHECK_EQ(request.quant_bits, 0);  // quantized requests run through quant/run_collective.hpp
-  return execute(plan_collective(topology_, request), request.kind, request.tiers, send, recv);
+  return execute(plan_collective(topology_, with_shared_memory(request)), request.kind, request.tiers, send,
+                 recv);
+}
+
+SharedMemoryTiers Mesh::shared_memory_tiers() const {
+  if (!world_ || !world_->can_share_memory()) return {};
+  const CommOptions& o = world_->options();
+  // Every rank on this host (threads of one process, or an MPI job on one machine): any group may
+  // share memory; otherwise the groups within the host tier, which start-up checked against the
+  // hosts the ranks run on (Topology::check_hosts).
+  TierSet tiers = 0;
+  if (o.ranks_on_host >= world_->size())
+    tiers = tiers_up_to(topology_.num_tiers() - 1);
+  else if (topology_.host_tier() >= 0)
+    tiers = tiers_up_to(topology_.host_tier());
+  return {.all_gather = o.shared_memory_all_gather ? tiers : 0,
+          .reduce_scatter = o.shared_memory_reduce_scatter ? tiers : 0,
+          .all_to_all = o.shared_memory_all_to_all ? tiers : 0};
+}
+
+CollectiveRequest Mesh::with_shared_memory(CollectiveRequest request) const {
+  request.shared_memory = shared_memory_tiers();
+  return request;
 }
 
 Work Mesh::execute(const CollectivePlan& plan, CollectiveKind kind, TierSet tiers, const void* send,
@@ -111,11 +133,12 @@ Work Mesh::execute(const CollectivePlan& plan, CollectiveKind kind, TierSet tier
       return Work();
     case CollectiveRoute::flat: {
       Communicator& g = flat_group(tiers);
+      TZ_CHECK_EQ(plan.steps.size(), 1u);
       switch (kind) {
         case CollectiveKind::all_gather:
-          return g.all_gather(send, recv, count, dtype);
+          return g.all_gather(send, recv, count, dtype, plan.steps[0].algorithm);
         case CollectiveKind::reduce_scatter:
-          return g.reduce_scatter(send, recv, count, dtype);
+          return g.reduce_scatter(send, recv, count, dtype, plan.steps[0].algorithm);
         case CollectiveKind::all_reduce:
           return g.all_reduce(send, recv, count, dtype);
         default:
@@ -171,7 +194,7 @@ Work Mesh::all_gather_steps(Work prev, std::span<const TierStep> steps, TierSet 
     Communicator& g = tier(s.tier);
     const std::size_t region = start - c[s.tier] * span;
     g.stream_wait(prev);
-    prev = g.all_gather(src, out + region * shard_bytes, span * count, dtype);
+    prev = g.all_gather(src, out + region * shard_bytes, span * count, dtype, s.algorithm);
     start = region;
     span *= topology_.tier(s.tier).fanout;
     src = out + start * shard_bytes;
@@ -200,7 +223,7 @@ Work Mesh::reduce_scatter_steps(Work prev, std::span<const TierStep> steps, Tier
     }
     Communicator& g = tier(s.tier);
     g.stream_wait(prev);
-    prev = g.reduce_scatter(src, dst, span * count, dtype);
+    prev = g.reduce_scatter(src, dst, span * count, dtype, s.algorithm);
     src = dst;
   }
   for (auto& b : bufs)

@@ -61,8 +61,16 @@ class Mesh {
                       CollectiveAlgo algo = CollectiveAlgo::hierarchical);
   Work all_reduce(TierSet tiers, const void* send, void* recv, std::size_t count, DType dtype,
                   CollectiveAlgo algo = CollectiveAlgo::hierarchical);
-  // An unquantized request: plan_collective picks the algorithm, execute runs it.
+  // An unquantized request: plan_collective picks the algorithm (with this mesh's shared-memory
+  // tiers, whatever the request says), execute runs it.
   Work run(const CollectiveRequest& request, const void* send, void* recv);
+  // The tiers whose groups may run the shared-memory algorithms here, per step kind: all of them when
+  // every rank of the world is on this host (threads, or an MPI job on one machine), else those
+  // within the topology's host tier; none over a transport that cannot share memory (the simulated
+  // one) or for a kind the options switch off. What every plan of this mesh's collectives is made
+  // with (collective/collective_plan.hpp), so the schedule and the ledger see the algorithm that runs.
+  SharedMemoryTiers shared_memory_tiers() const;
+  CollectiveRequest with_shared_memory(CollectiveRequest request) const;
   // Runs the route of `plan` (from plan_collective for a `kind` over `tiers`) on buffers of
   // plan.wire_count elements of plan.wire_dtype per rank. The quantized collectives run their codes
   // through it (quant/run_collective.hpp). Not for the qgz_all_to_all route (quant runs its steps).

@@ -13,6 +13,7 @@
 #include <map>
 #include <mutex>
 #include <thread>
+#include <utility>
 
 #include "comm/algorithms.hpp"
 #include "comm/communicator.hpp"
@@ -98,34 +99,40 @@ class StreamCommunicator final : public Communicator {
   const CommOptions& options() const override { return options_; }
   TrafficLedger& ledger() override { return *ledger_; }
   const std::shared_ptr<FlightRecorder>& recorder() const override { return recorder_; }
+  bool can_share_memory() const override { return transport_->can_share_memory(); }
 
-  Work all_gather(const void* send, void* recv, std::size_t count, DType dtype) override {
+  Work all_gather(const void* send, void* recv, std::size_t count, DType dtype,
+                  StepAlgorithm algorithm) override {
+    require_algorithm("all_gather", algorithm, StepAlgorithm::ring);
     const std::size_t block = count * dtype_bytes(dtype);
-    return submit(CollectiveKind::all_gather, count, dtype, -1, double(block) * size(),
-                  [=, this](Collective& c) {
-                    const Staged io = stage_in(c, send, block, recv, block * size());
-                    if (SharedArena* arena = shared_arena(c, options_.shared_memory_all_gather)) {
-                      ring_->start(c.seq(), "shared");
-                      all_gather_shared(c, *arena, io.in, io.out, uniform_block_offsets(block, size()));
-                    } else {
-                      ring_->start(c.seq(), "ring");
-                      all_gather_ring(c, io.in, io.out, uniform_block_offsets(block, size()));
-                    }
-                    stage_out(io, recv, block * size());
-                  });
+    return submit(
+        CollectiveKind::all_gather, count, dtype, -1, double(block) * size(), [=, this](Collective& c) {
+          const Staged io = stage_in(c, send, block, recv, block * size());
+          if (SharedArena* arena = arena_for(c, algorithm, options_.shared_memory_all_gather)) {
+            started(c, CollectiveKind::all_gather, StepAlgorithm::shared_memory, "shared");
+            all_gather_shared(c, *arena, io.in, io.out, uniform_block_offsets(block, size()));
+          } else {
+            started(c, CollectiveKind::all_gather, StepAlgorithm::ring, transport_name(algorithm, "ring"));
+            all_gather_ring(c, io.in, io.out, uniform_block_offsets(block, size()));
+          }
+          stage_out(io, recv, block * size());
+        });
   }
 
-  Work reduce_scatter(const void* send, void* recv, std::size_t count, DType dtype) override {
+  Work reduce_scatter(const void* send, void* recv, std::size_t count, DType dtype,
+                      StepAlgorithm algorithm) override {
     require_reducible("reduce_scatter", dtype);
+    require_algorithm("reduce_scatter", algorithm, StepAlgorithm::ring);
     const std::size_t block = count * dtype_bytes(dtype);
     return submit(
         CollectiveKind::reduce_scatter, count, dtype, -1, double(block) * size(), [=, this](Collective& c) {
           const Staged io = stage_in(c, send, block * size(), recv, block);
-          if (SharedArena* arena = shared_arena(c, options_.shared_memory_reduce_scatter)) {
-            ring_->start(c.seq(), "shared");
+          if (SharedArena* arena = arena_for(c, algorithm, options_.shared_memory_reduce_scatter)) {
+            started(c, CollectiveKind::reduce_scatter, StepAlgorithm::shared_memory, "shared");
             reduce_scatter_shared(c, *arena, io.in, io.out, uniform_block_offsets(block, size()), dtype);
           } else {
-            ring_->start(c.seq(), "ring");
+            started(c, CollectiveKind::reduce_scatter, StepAlgorithm::ring,
+                    transport_name(algorithm, "ring"));
             reduce_scatter_ring(c, io.in, io.out, uniform_block_offsets(block, size()), dtype);
           }
           stage_out(io, recv, block);
@@ -138,23 +145,26 @@ class StreamCommunicator final : public Communicator {
                   [=, this](Collective& c) {
                     const std::size_t bytes = count * dtype_bytes(dtype);
                     const Staged io = stage_in(c, send, bytes, recv, bytes);
-                    ring_->start(c.seq(), "ring");
+                    started(c, CollectiveKind::all_reduce, StepAlgorithm::ring, "ring");
                     all_reduce_ring(c, io.in, io.out, count, dtype);
                     stage_out(io, recv, bytes);
                   });
   }
 
-  Work all_to_all(const void* send, void* recv, std::size_t count, DType dtype) override {
+  Work all_to_all(const void* send, void* recv, std::size_t count, DType dtype,
+                  StepAlgorithm algorithm) override {
+    require_algorithm("all_to_all", algorithm, StepAlgorithm::pairwise);
     const std::size_t block = count * dtype_bytes(dtype);
     return submit(CollectiveKind::all_to_all, count, dtype, -1, double(block) * size(),
                   [=, this](Collective& c) {
                     const Staged io = stage_in(c, send, block * size(), recv, block * size());
                     const std::vector<std::size_t> off = uniform_block_offsets(block, size());
-                    if (SharedArena* arena = shared_arena(c, options_.shared_memory_all_to_all)) {
-                      ring_->start(c.seq(), "shared");
+                    if (SharedArena* arena = arena_for(c, algorithm, options_.shared_memory_all_to_all)) {
+                      started(c, CollectiveKind::all_to_all, StepAlgorithm::shared_memory, "shared");
                       all_to_all_shared(c, *arena, io.in, off, io.out, off, block);
                     } else {
-                      ring_->start(c.seq(), "pairwise");
+                      started(c, CollectiveKind::all_to_all, StepAlgorithm::pairwise,
+                              transport_name(algorithm, "pairwise"));
                       all_to_all_pairwise(c, io.in, off, io.out, off);
                     }
                     stage_out(io, recv, block * size());
@@ -338,6 +348,41 @@ class StreamCommunicator final : public Communicator {
     return m;
   }
 
+  // The algorithm a collective runs, in the flight recorder (by `name`) and the ledger.
+  void started(Collective& c, CollectiveKind kind, StepAlgorithm algorithm, const char* name) {
+    ring_->start(c.seq(), name);
+    ledger_->record_algorithm(label_, kind, algorithm);
+  }
+
+  // A planned algorithm must be one this collective has: the shared-memory one, or `transport`.
+  void require_algorithm(const char* op, StepAlgorithm a, StepAlgorithm transport) const {
+    TZ_CHECK(a == StepAlgorithm::automatic || a == StepAlgorithm::shared_memory || a == transport,
+             "{} on group '{}' has no {} algorithm", op, label_, step_algorithm_name(a));
+  }
+
+  // The arena a step runs on, or null for the transport's algorithm: the plan's choice, or for a
+  // direct call (automatic) the options'. A planned shared-memory step whose ranks cannot map a
+  // segment falls back to the transport, counted in the ledger (every rank of the group agrees on
+  // the arena, so all fall back together).
+  SharedArena* arena_for(Collective& c, StepAlgorithm planned, bool option_allows) {
+    const bool want =
+        planned == StepAlgorithm::shared_memory || (planned == StepAlgorithm::automatic && option_allows);
+    SharedArena* arena = shared_arena(c, want);
+    if (planned == StepAlgorithm::shared_memory && arena == nullptr && size() > 1) {
+      ledger_->count_shared_memory_fallback(label_);
+      fallback_ = true;
+    }
+    return arena;
+  }
+  // The flight recorder's name of the transport's algorithm, marked when it replaces a planned
+  // shared-memory step.
+  const char* transport_name(StepAlgorithm planned, const char* name) {
+    if (planned == StepAlgorithm::shared_memory && std::exchange(fallback_, false))
+      return std::strcmp(name, "ring") == 0 ? "ring (shared memory unavailable)"
+                                            : "pairwise (shared memory unavailable)";
+    return name;
+  }
+
   // The group's shared-memory segment, opened by its first collective that may use it (the same
   // collective on every rank, as `wanted` comes from the options); null when not wanted or when the
   // ranks cannot share memory (then the transport's algorithm runs).
@@ -368,6 +413,7 @@ class StreamCommunicator final : public Communicator {
   // Progress thread only.
   Workspace workspace_;
   std::string broken_;
+  bool fallback_ = false;  // the step being run fell back from shared memory (transport_name)
   std::unique_ptr<SharedArena> arena_;
   bool arena_tried_ = false;
 

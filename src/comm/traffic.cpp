@@ -47,6 +47,29 @@ void TrafficLedger::reset() {
   std::lock_guard lock(mu_);
   by_tier_.clear();
   by_kind_.clear();
+  algorithms_.clear();
+  shared_memory_fallbacks_ = 0;
+}
+
+void TrafficLedger::record_algorithm(const std::string& tier, CollectiveKind kind, StepAlgorithm algorithm) {
+  const std::string key = step_algorithm_key(tier, kind, algorithm);
+  std::lock_guard lock(mu_);
+  ++algorithms_[key];
+}
+
+std::map<std::string, std::uint64_t> TrafficLedger::algorithms() const {
+  std::lock_guard lock(mu_);
+  return algorithms_;
+}
+
+void TrafficLedger::count_shared_memory_fallback(const std::string&) {
+  std::lock_guard lock(mu_);
+  ++shared_memory_fallbacks_;
+}
+
+std::uint64_t TrafficLedger::shared_memory_fallbacks() const {
+  std::lock_guard lock(mu_);
+  return shared_memory_fallbacks_;
 }
 
 std::string TrafficLedger::format(const std::map<std::string, TierTraffic>& traffic) {

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "collective/collective_kind.hpp"
+#include "collective/collective_plan.hpp"
 
 namespace tz {
 
@@ -50,6 +51,14 @@ class TrafficLedger {
   static TrafficByKey difference(TrafficByKey now, const TrafficByKey& earlier);
   void reset();
 
+  // Steps run per algorithm, keyed "tier kind algorithm" ("node all_gather shared"): what the plans'
+  // TierStep::algorithm said, as it ran, and how many planned shared-memory steps had to run over the
+  // transport instead (their ranks could not map a segment).
+  void record_algorithm(const std::string& tier, CollectiveKind kind, StepAlgorithm algorithm);
+  std::map<std::string, std::uint64_t> algorithms() const;
+  void count_shared_memory_fallback(const std::string& tier);
+  std::uint64_t shared_memory_fallbacks() const;
+
   // A table: tier, bytes, ops, seconds, effective GB/s.
   static std::string format(const std::map<std::string, TierTraffic>& traffic);
   static nlohmann::json to_json(const std::map<std::string, TierTraffic>& traffic);
@@ -58,6 +67,8 @@ class TrafficLedger {
   mutable std::mutex mu_;
   TrafficByKey by_tier_;
   TrafficByKey by_kind_;
+  std::map<std::string, std::uint64_t> algorithms_;
+  std::uint64_t shared_memory_fallbacks_ = 0;
 };
 
 }  // namespace tz

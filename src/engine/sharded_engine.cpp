@@ -35,7 +35,7 @@ ShardedEngine::ShardedEngine(Mesh& mesh, const GptConfig& config, const Partitio
   layout_ = std::make_unique<ShardLayout>(range_specs(model_.layout()), topo, plan);
   const AcquisitionOrder order{forward_acquire_order(config), backward_acquire_order(config),
                                grads_ready_order(config)};
-  schedule_ = std::make_unique<StepSchedule>(*layout_, order);
+  schedule_ = std::make_unique<StepSchedule>(*layout_, order, mesh.shared_memory_tiers());
   graph_ = std::make_unique<StepGraph>(*layout_, *schedule_, order, BoundaryMode::pipelined);
   trace_ = std::make_unique<StepTrace>(*graph_, *schedule_);
   trace_->set_enabled(options.trace_collectives);

@@ -44,6 +44,28 @@ MessagePrice split(double seconds, int steps, double alpha_s, double reduce_s, i
   return m;
 }
 
+// A shared-memory step (comm/*_shared.cpp): every block is copied into the group's staging buffer and
+// out again, through the memory the p ranks of the host share. Memory traffic per rank, read plus
+// written, in payloads: all-gather 2 (its block in, the p - 1 others out), reduce-scatter 3 (its whole
+// input in; its block of every rank read and summed), all-to-all 4 (its send buffer in, its receive
+// buffer out); p ranks at once over the device's memory bandwidth, one latency of the tier per call.
+MessagePrice price_shared_memory(const TierStep& step, double payload_bytes, const Topology& topo,
+                                 int outer) {
+  const double traffic = step.kind == CollectiveKind::all_gather       ? 2.0
+                         : step.kind == CollectiveKind::reduce_scatter ? 3.0
+                                                                       : 4.0;
+  const Tier& tier = topo.tier(outer);
+  const double bw = topo.device().memory_bandwidth_GBps * 1e9;
+  MessagePrice m{.bound_tier = outer};
+  m.latency_s = tier.latency_us * 1e-6;
+  m.bandwidth_s = step.group_size * traffic * payload_bytes / bw;
+  m.reduce_s = step.kind == CollectiveKind::reduce_scatter && tier.reduce_GBps > 0
+                   ? (step.group_size - 1) * (payload_bytes / step.group_size) / (tier.reduce_GBps * 1e9)
+                   : 0;
+  m.seconds = m.latency_s + m.bandwidth_s + m.reduce_s;
+  return m;
+}
+
 }  // namespace
 
 MessagePrice price_message(const TierStep& step, double payload_bytes, const Topology& topo,
@@ -55,6 +77,10 @@ MessagePrice price_message(const TierStep& step, double payload_bytes, const Top
   for (int t = 0; t < topo.num_tiers(); ++t)
     if (active & tier_bit(t)) outer = t, ++active_count;
   TZ_CHECK(outer >= 0, "step {} over {} ranks without an active tier", step.label, p);
+  // A step through shared memory moves no bytes over links: priced as copies where the topology
+  // gives the memory's bandwidth (without it, as the link's ring: an upper bound).
+  if (step.algorithm == StepAlgorithm::shared_memory && topo.device().memory_bandwidth_GBps > 0)
+    return price_shared_memory(step, payload_bytes, topo, outer);
 
   const double factor = algorithmic_bytes(step.kind, 1.0, p);
   if (const CollectiveCurve* c = curve_for(topo, active, step.kind, runtime)) {

@@ -14,6 +14,9 @@
 //              ring on its channels is bounded by the busiest unit's links (perf/ring_time.hpp
 //              nccl_ring): steps x (alpha_max + block / beta_ring), reductions at the outermost tier's
 //              reduce_GBps when it has one.
+//   shared     a step the plan runs through shared memory (TierStep::algorithm): copies in and out of
+//              the host's staging buffer at the device's memory bandwidth (see price_shared_memory),
+//              one latency of the tier; reductions as above.
 #pragma once
 
 #include "perf/runtime_model.hpp"

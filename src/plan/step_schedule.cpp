@@ -114,11 +114,13 @@ void check_order(const ShardLayout& layout, const AcquisitionOrder& order) {
 
 }  // namespace
 
-CollectiveRequest collective_request(const ShardLayout& layout, CollectivePurpose purpose, int range) {
+CollectiveRequest collective_request(const ShardLayout& layout, CollectivePurpose purpose, int range,
+                                     const SharedMemoryTiers& shared_memory) {
   const PlanOptions& opt = layout.plan().options();
   const DType wdt = compute_dtype(opt.dtype_mode);
   const TierSet world = tiers_up_to(layout.topology().num_tiers() - 1);
   CollectiveRequest r{.algo = opt.collectives, .quant_block = static_cast<std::size_t>(opt.quant_block)};
+  r.shared_memory = shared_memory;
   auto scalar = [&](TierSet tiers, std::size_t count = 1) {
     r.kind = CollectiveKind::all_reduce;
     r.tiers = tiers;
@@ -185,7 +187,8 @@ bool scheduled(const ShardLayout& layout, CollectivePurpose purpose, int range) 
   return !plan_collective(layout.topology(), collective_request(layout, purpose, range)).steps.empty();
 }
 
-StepSchedule::StepSchedule(const ShardLayout& layout, const AcquisitionOrder& order) {
+StepSchedule::StepSchedule(const ShardLayout& layout, const AcquisitionOrder& order,
+                           const SharedMemoryTiers& shared_memory) {
   check_order(layout, order);
   const Topology& topo = layout.topology();
   const PlanOptions& opt = layout.plan().options();
@@ -195,7 +198,7 @@ StepSchedule::StepSchedule(const ShardLayout& layout, const AcquisitionOrder& or
   // collective over one rank, or of a range of 0 elements, moves nothing and is not listed.
   auto add = [&](StepPhase phase, CollectivePurpose purpose, int micro_batch, int range) {
     ScheduledCollective c{.phase = phase, .purpose = purpose, .micro_batch = micro_batch, .range = range};
-    c.request = collective_request(layout, purpose, range);
+    c.request = collective_request(layout, purpose, range, shared_memory);
     c.plan = plan_collective(topo, c.request);
     c.kind = c.plan.quant == CollectiveQuant::qgz ? CollectiveKind::all_to_all : c.request.kind;
     c.tiers = c.request.tiers;
@@ -267,6 +270,13 @@ std::map<std::string, double> StepSchedule::bytes_per_tier() const {
   for (const auto& name : labels_) out[name] = 0;
   for (const auto& c : collectives_)
     for (const auto& s : c.steps) out[s.label] += s.bytes;
+  return out;
+}
+
+std::map<std::string, std::uint64_t> StepSchedule::algorithm_counts() const {
+  std::map<std::string, std::uint64_t> out;
+  for (const auto& c : collectives_)
+    for (const auto& s : c.steps) ++out[step_algorithm_key(s.label, s.kind, s.algorithm)];
   return out;
 }
 

@@ -52,6 +52,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <map>
 #include <string>
 #include <string_view>
@@ -123,9 +124,12 @@ struct ScheduledCollective {
 
 // The request of `range`'s collective of `purpose` (range -1 for the scalars), the same in every
 // micro-batch: tiers from the layout, count per rank, dtype, and the plan's choices (flat or
-// hierarchical, qwZ, qgZ, block size). The engine issues exactly these through run_collective
-// (quant/run_collective.hpp), and the schedule lists them, so both see one plan_collective result.
-CollectiveRequest collective_request(const ShardLayout& layout, CollectivePurpose purpose, int range);
+// hierarchical, qwZ, qgZ, block size), and the tiers whose groups may share memory where it runs
+// (Mesh::shared_memory_tiers; none for a prediction of a cluster's rings). The engine issues exactly
+// these through run_collective (quant/run_collective.hpp), and the schedule lists them, so both see
+// one plan_collective result, algorithms included.
+CollectiveRequest collective_request(const ShardLayout& layout, CollectivePurpose purpose, int range,
+                                     const SharedMemoryTiers& shared_memory = {});
 
 // Whether the schedule lists `range`'s collective of `purpose`: it moves something (its plan has
 // steps and the range is not empty). The engine traces exactly the collectives this admits.
@@ -133,7 +137,9 @@ bool scheduled(const ShardLayout& layout, CollectivePurpose purpose, int range);
 
 class StepSchedule {
  public:
-  StepSchedule(const ShardLayout& layout, const AcquisitionOrder& order);
+  // `shared_memory`: where the step runs (collective_request); none prices every step over links.
+  StepSchedule(const ShardLayout& layout, const AcquisitionOrder& order,
+               const SharedMemoryTiers& shared_memory = {});
 
   const std::vector<ScheduledCollective>& collectives() const { return collectives_; }
   // Backward acquisitions served by the forward's last buffers (per micro-batch; same each time).
@@ -141,6 +147,8 @@ class StepSchedule {
 
   // Bytes per rank per step keyed by step label (TierStep::label): every tier of the topology is
   // present (0 if idle), and so is the label of every flat group a step runs on.
+  // Steps per algorithm, keyed as the traffic ledger counts them (step_algorithm_key).
+  std::map<std::string, std::uint64_t> algorithm_counts() const;
   std::map<std::string, double> bytes_per_tier() const;
   std::map<std::string, double> bytes_per_tier(StepPhase phase) const;
   double total_bytes() const;

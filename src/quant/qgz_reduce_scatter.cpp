@@ -57,8 +57,8 @@ Work qgz_reduce_scatter(Mesh& mesh, TierSet tiers, const float* full_grad, float
                                   .dtype = DType::f32,
                                   .quant_bits = static_cast<int>(opts.bits),
                                   .quant_block = opts.block_size};
-  return qgz_reduce_scatter(mesh, request, plan_collective(mesh.topology(), request), full_grad, shard_out,
-                            stats, after);
+  return qgz_reduce_scatter(mesh, request, plan_collective(mesh.topology(), mesh.with_shared_memory(request)),
+                            full_grad, shard_out, stats, after);
 }
 
 Work qgz_reduce_scatter(Mesh& mesh, const CollectiveRequest& request, const CollectivePlan& plan,
@@ -118,7 +118,8 @@ Work qgz_reduce_scatter(Mesh& mesh, const CollectiveRequest& request, const Coll
     ScratchBuffer recv = pool.get(qbytes * f);
     Communicator& comm = mesh.tier(step.tier);
     comm.stream_wait(ready);
-    const Work arrived = comm.all_to_all(send->data().address(), recv->data().address(), qbytes, DType::u8);
+    const Work arrived =
+        comm.all_to_all(send->data().address(), recv->data().address(), qbytes, DType::u8, step.algorithm);
     if (i + 1 == plan.steps.size())
       return host.enqueue(
           [=] {

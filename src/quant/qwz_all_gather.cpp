@@ -93,7 +93,8 @@ Work qwz_all_gather(Mesh& mesh, TierSet tiers, const void* shard, void* full, st
                                   .dtype = dtype,
                                   .quant_bits = static_cast<int>(opts.bits),
                                   .quant_block = opts.block_size};
-  return qwz_all_gather(mesh, request, plan_collective(mesh.topology(), request), shard, full, stats, after);
+  return qwz_all_gather(mesh, request, plan_collective(mesh.topology(), mesh.with_shared_memory(request)),
+                        shard, full, stats, after);
 }
 
 Work qwz_all_gather(Mesh& mesh, const CollectiveRequest& request, const CollectivePlan& plan,

@@ -6,8 +6,9 @@
 
 namespace tz {
 
-Work run_collective(Mesh& mesh, const CollectiveRequest& request, const void* send, void* recv,
+Work run_collective(Mesh& mesh, const CollectiveRequest& asked, const void* send, void* recv,
                     QuantStats* stats, const Work& after) {
+  const CollectiveRequest request = mesh.with_shared_memory(asked);  // the algorithms that can run here
   const CollectivePlan plan = plan_collective(mesh.topology(), request);
   switch (plan.quant) {
     case CollectiveQuant::none:

@@ -179,8 +179,59 @@ TEST(CollectivePlan, LedgerOfARunEqualsThePlan) {
           EXPECT_EQ(traffic.bytes, 0) << label;
         }
       }
+      // And every step ran the algorithm the mesh's plan chose for it (threads: shared memory for
+      // every all-gather, reduce-scatter and all-to-all step; rings for the all-reduce).
+      std::map<std::string, std::uint64_t> want;
+      for (const auto& s : plan_collective(t, mesh.with_shared_memory(req)).steps)
+        ++want[step_algorithm_key(s.label, s.kind, s.algorithm)];
+      EXPECT_EQ(mesh.ledger().algorithms(), want);
+      EXPECT_EQ(mesh.ledger().shared_memory_fallbacks(), 0u);
     });
   }
+}
+
+TEST(CollectivePlan, EachStepRunsSharedMemoryWhereItsGroupSharesMemory) {
+  const Topology t = mini();
+  // gcd and node share a host, the system tier does not: hierarchical steps on gcd and node go
+  // through shared memory, the system's over the transport; a flat step only when all its tiers do.
+  const SharedMemoryTiers host{.all_gather = 0b011, .reduce_scatter = 0b011, .all_to_all = 0b011};
+  CollectiveRequest ag = gather(0b111, 10);
+  ag.shared_memory = host;
+  const CollectivePlan p = plan_collective(t, ag);
+  ASSERT_EQ(p.steps.size(), 3u);
+  EXPECT_EQ(p.steps[0].algorithm, StepAlgorithm::ring);  // system, outermost first
+  EXPECT_EQ(p.steps[1].algorithm, StepAlgorithm::shared_memory);
+  EXPECT_EQ(p.steps[2].algorithm, StepAlgorithm::shared_memory);
+  CollectiveRequest flat_in = gather(0b011, 10, CollectiveAlgo::flat),
+                    flat_out = gather(0b111, 10, CollectiveAlgo::flat);
+  flat_in.shared_memory = flat_out.shared_memory = host;
+  EXPECT_EQ(plan_collective(t, flat_in).steps.at(0).algorithm, StepAlgorithm::shared_memory);
+  EXPECT_EQ(plan_collective(t, flat_out).steps.at(0).algorithm, StepAlgorithm::ring);
+  // The all-reduce: its tail all-reduce is a ring, its reduce-scatter and all-gather steps follow
+  // their tiers; a kind switched off (all_gather = 0) runs over the transport everywhere.
+  CollectiveRequest ar{.kind = CollectiveKind::all_reduce, .tiers = 0b011, .count = 13, .dtype = DType::f32};
+  ar.shared_memory = {.all_gather = 0, .reduce_scatter = 0b011};
+  for (const TierStep& s : plan_collective(t, ar).steps) {
+    const StepAlgorithm want =
+        s.kind == CollectiveKind::reduce_scatter ? StepAlgorithm::shared_memory : StepAlgorithm::ring;
+    EXPECT_EQ(s.algorithm, want) << collective_name(s.kind) << " on " << s.label;
+  }
+  // qgZ's all-to-all steps: shared inside the host, pairwise across it.
+  CollectiveRequest qgz{.kind = CollectiveKind::reduce_scatter,
+                        .tiers = 0b111,
+                        .count = 512,
+                        .dtype = DType::f32,
+                        .quant_bits = 4,
+                        .quant_block = 64};
+  qgz.shared_memory = host;
+  const CollectivePlan q = plan_collective(t, qgz);
+  ASSERT_EQ(q.steps.size(), 3u);
+  EXPECT_EQ(q.steps[0].algorithm, StepAlgorithm::shared_memory);  // gcd, innermost first
+  EXPECT_EQ(q.steps[1].algorithm, StepAlgorithm::shared_memory);
+  EXPECT_EQ(q.steps[2].algorithm, StepAlgorithm::pairwise);
+  // Without shared-memory tiers (a cluster's prediction), every step goes over the transport.
+  for (const TierStep& s : plan_collective(t, gather(0b111, 10)).steps)
+    EXPECT_EQ(s.algorithm, StepAlgorithm::ring);
 }
 
 }  // namespace

@@ -6,9 +6,14 @@
 #include <nlohmann/json.hpp>
 
 #include <atomic>
+#include <map>
+#include <string>
 #include <thread>
 
+#include "comm/mesh.hpp"
 #include "comm/thread_world.hpp"
+#include "comm/transport/sim_transport.hpp"
+#include "core/error.hpp"
 
 namespace tz {
 namespace {
@@ -46,6 +51,67 @@ TEST(Traffic, EveryCollectiveRecordsItsBytes) {
       EXPECT_GT(k.seconds, 0) << kind;
     }
   });
+}
+
+// A communicator runs the algorithm a plan asks for, whatever its options prefer, and the ledger
+// counts each; `automatic` (a direct call) follows the options (shared memory by default).
+TEST(Traffic, CollectivesRunTheAlgorithmAskedForAndTheLedgerCountsIt) {
+  run_thread_world(4, [](Communicator& comm) {
+    const int r = comm.rank();
+    std::vector<float> in(10), gathered[3];
+    for (int i = 0; i < 10; ++i) in[i] = static_cast<float>(r * 100 + i);
+    const StepAlgorithm ways[3] = {StepAlgorithm::ring, StepAlgorithm::shared_memory,
+                                   StepAlgorithm::automatic};
+    for (int w = 0; w < 3; ++w) {
+      gathered[w].resize(40);
+      comm.all_gather(in.data(), gathered[w].data(), 10, DType::f32, ways[w]).wait();
+    }
+    EXPECT_EQ(gathered[0], gathered[1]);
+    EXPECT_EQ(gathered[0], gathered[2]);
+    EXPECT_EQ(gathered[0][35], 305.0f);
+    std::vector<float> big(40, 1.0f), shard(10), all(40);
+    comm.reduce_scatter(big.data(), shard.data(), 10, DType::f32, StepAlgorithm::ring).wait();
+    EXPECT_EQ(shard, std::vector<float>(10, 4.0f));
+    comm.all_to_all(big.data(), all.data(), 10, DType::f32, StepAlgorithm::pairwise).wait();
+    comm.all_to_all(big.data(), all.data(), 10, DType::f32, StepAlgorithm::shared_memory).wait();
+    const std::map<std::string, std::uint64_t> want = {{"world all_gather ring", 1},
+                                                       {"world all_gather shared", 2},
+                                                       {"world reduce_scatter ring", 1},
+                                                       {"world all_to_all pairwise", 1},
+                                                       {"world all_to_all shared", 1}};
+    EXPECT_EQ(comm.ledger().algorithms(), want);
+    EXPECT_EQ(comm.ledger().shared_memory_fallbacks(), 0u);
+    // An algorithm the collective does not have is a bug of the caller.
+    EXPECT_THROW(comm.all_to_all(big.data(), all.data(), 10, DType::f32, StepAlgorithm::ring), InternalError);
+  });
+}
+
+// A planned shared-memory step whose ranks cannot map a segment (here: a transport that cannot share
+// memory) runs over the transport instead, correctly, and the ledger counts the fallback.
+TEST(Traffic, APlannedSharedMemoryStepWithoutSharedMemoryFallsBackCounted) {
+  const nlohmann::json doc = {
+      {"name", "sim"},
+      {"tiers", {{{"name", "link"}, {"fanout", 3}, {"bandwidth_GBps", 10}, {"latency_us", 1}}}}};
+  const Topology topo = Topology::from_json(doc, "test").resolve(3);
+  auto world = std::make_shared<SimWorld>(topo, SimOptions{});
+  run_thread_mesh(
+      topo,
+      [&](Mesh& mesh) {
+        Communicator& comm = mesh.world();
+        EXPECT_FALSE(comm.can_share_memory());
+        EXPECT_EQ(mesh.shared_memory_tiers(), SharedMemoryTiers{});  // so no plan of this mesh asks
+        std::vector<float> in(4, static_cast<float>(comm.rank())), out(12);
+        comm.all_gather(in.data(), out.data(), 4, DType::f32, StepAlgorithm::shared_memory).wait();
+        EXPECT_EQ(out[0], 0.0f);
+        EXPECT_EQ(out[11], 2.0f);
+        EXPECT_EQ(comm.ledger().shared_memory_fallbacks(), 1u);
+        EXPECT_EQ(comm.ledger().algorithms(),
+                  (std::map<std::string, std::uint64_t>{{"world all_gather ring", 1}}));
+      },
+      {},
+      [&](std::vector<std::unique_ptr<Transport>> inner) {
+        return make_sim_transports(world, std::move(inner));
+      });
 }
 
 // A snapshot of both views while another thread records: every record is in both or in neither,

@@ -40,8 +40,10 @@ void expect_ledger_equals_schedule(CollectiveAlgo collectives) {
           const auto expected = engine.schedule().bytes_per_tier();
           const auto kinds0 = mesh.ledger().snapshot_by_kind();
           TrafficByKey steps_by_kind;  // summed over the steps' reports
+          const auto algorithms = engine.schedule().algorithm_counts();
           for (int s = 0; s < 2; ++s) {
             const auto before = mesh.ledger().snapshot();
+            const auto algorithms_before = mesh.ledger().algorithms();
             EngineStep st = engine.step([&](std::int32_t* in, std::int32_t* tg) { loader.next(in, tg); });
             engine.settle();  // the step's weight refresh is still in flight when step() returns
             const auto recorded = mesh.ledger().since(before);
@@ -58,6 +60,13 @@ void expect_ledger_equals_schedule(CollectiveAlgo collectives) {
             }
             for (const auto& [tier, t] : recorded)
               EXPECT_TRUE(expected.count(tier) || t.bytes == 0) << "unexpected traffic on " << tier;
+            // Each step ran the algorithm its plan chose (ranks as threads: shared memory wherever
+            // the options allow), step for step.
+            std::map<std::string, std::uint64_t> ran = mesh.ledger().algorithms();
+            for (const auto& [key, n] : algorithms_before) ran[key] -= n;
+            std::erase_if(ran, [](const auto& kv) { return kv.second == 0; });
+            EXPECT_EQ(ran, algorithms) << what;
+            EXPECT_EQ(mesh.ledger().shared_memory_fallbacks(), 0u) << what;
             for (const auto& [tier, t] : st.traffic)
               EXPECT_TRUE(expected.count(tier) || t.bytes == 0) << "unexpected traffic on " << tier;
             for (const auto& [kind, k] : st.by_kind) {

@@ -33,7 +33,6 @@ double simulated_s(int p, const std::function<void(Communicator&)>& op) {
   auto world = std::make_shared<SimWorld>(latency_only(p), SimOptions{});
   CommOptions opt;
   opt.chunk_bytes = std::size_t{1} << 30;  // one message per step
-  opt.shared_memory_all_gather = false;    // the ring, which the cost model prices
   run_thread_mesh(
       world->topology(), [&](Mesh& mesh) { op(mesh.world()); }, opt,
       [&](std::vector<std::unique_ptr<Transport>> inner) {
@@ -53,7 +52,7 @@ TEST(AlgorithmSteps, EqualTheLatenciesTheCollectivesPayOnTheSimulatedTransport) 
         {CollectiveKind::all_gather,
          [&](Communicator& c) {
            std::vector<float> in(n, 1.f), out(n * p);
-           c.all_gather(in.data(), out.data(), n, DType::f32).wait();
+           c.all_gather(in.data(), out.data(), n, DType::f32, StepAlgorithm::ring).wait();  // as priced
          }},
         {CollectiveKind::reduce_scatter,
          [&](Communicator& c) {

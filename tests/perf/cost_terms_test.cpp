@@ -68,6 +68,38 @@ TEST(CollectivePrice, MeasuredCurveAtATablePointAndTheClosedFormsOtherwise) {
   EXPECT_NEAR(nc.latency_s, 7 * 5e-6, 1e-15);
 }
 
+TEST(CollectivePrice, ASharedMemoryStepIsPricedAsCopiesThroughMemory) {
+  // frontier-mini: 1600 GB/s of device memory. A gcd-pair all-gather through shared memory: each of
+  // the 2 ranks writes its block in and reads the other's out (2 payloads of traffic), one latency.
+  const Topology mini = Topology::load("frontier-mini").resolve(8);
+  TierStep s;
+  s.kind = CollectiveKind::all_gather;
+  s.tier = 0;
+  s.tiers = tier_bit(0);
+  s.group_size = 2;
+  s.label = "gcd";
+  s.algorithm = StepAlgorithm::shared_memory;
+  const double n = 4e6;
+  const MessagePrice m = price_message(s, n, mini, Runtime::tierzero);
+  EXPECT_FALSE(m.measured);
+  EXPECT_NEAR(m.bandwidth_s, 2 * 2 * n / 1600e9, 1e-15);
+  EXPECT_NEAR(m.latency_s, mini.tier(0).latency_us * 1e-6, 1e-15);
+  EXPECT_NEAR(m.seconds, m.latency_s + m.bandwidth_s, 1e-15);
+  // The reduce-scatter adds its read for the sum (3 payloads) and the reduction; the ring of the same
+  // step is priced on the link as before.
+  s.kind = CollectiveKind::reduce_scatter;
+  EXPECT_NEAR(price_message(s, n, mini, Runtime::tierzero).bandwidth_s, 2 * 3 * n / 1600e9, 1e-15);
+  s.algorithm = StepAlgorithm::ring;
+  EXPECT_NEAR(price_message(s, n, mini, Runtime::tierzero).seconds,
+              collective_time_s(CollectiveKind::reduce_scatter, n, 2, link_of(mini.tier(0))), 1e-12);
+  // A topology without the memory's bandwidth (flat) prices it as its link's ring, an upper bound.
+  const Topology flat = Topology::load("flat").resolve(4);
+  TierStep f = flat_step(flat, CollectiveKind::all_gather, 1000);
+  const double ring_s = price_message(f, 1e6, flat, Runtime::tierzero).seconds;
+  f.algorithm = StepAlgorithm::shared_memory;
+  EXPECT_EQ(price_message(f, 1e6, flat, Runtime::tierzero).seconds, ring_s);
+}
+
 TEST(KernelTime, QuantizeAndDequantizeBytesByHand) {
   // 1000 bf16 values to INT8 in blocks of 256: 4 blocks of 256 codes + 4 fp32 scales = 1040 bytes.
   EXPECT_DOUBLE_EQ(quantize_bytes_moved(1000, 2, 8, 256), 2000 + 1040);
