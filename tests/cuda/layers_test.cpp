@@ -208,7 +208,8 @@ TEST_F(CudaLayers, LayerNormWithinTolerance) {
 
 TEST_F(CudaLayers, AttentionWithinTolerance) {
   constexpr double kTol = 1e-5;
-  const LayersShape shapes[] = {kLayersShapes[0], kLayersShapes[1], {1, 20, 320, 2, 0}};  // last: hs = 160
+  // {1, 20, 320, 2}: hs = 160; {2, 256, 384, 6}: a model-sized head (hs = 64) over a longer sequence.
+  const LayersShape shapes[] = {kLayersShapes[0], kLayersShapes[1], {1, 20, 320, 2, 0}, {2, 256, 384, 6, 0}};
   for (const LayersShape& sh : shapes) {
     const int B = sh.B, T = sh.T, C = sh.C, H = sh.H;
     const std::size_t N = static_cast<std::size_t>(B) * T, A = static_cast<std::size_t>(B) * H * T * T;

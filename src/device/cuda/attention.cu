@@ -3,205 +3,203 @@
 //   P[t,s] = softmax over s <= t of q_t . k_s / sqrt(hs),  o_t = sum_{s<=t} P[t,s] v_s
 // backward:  dP[t,s] = dO_t . v_s,  dS[t,s] = P[t,s] (dP[t,s] - sum_s' P[t,s'] dP[t,s']) / sqrt(hs),
 //            dq_t = sum_{s<=t} dS[t,s] k_s,  dk_s = sum_{t>=s} dS[t,s] q_t,  dv_s = sum_{t>=s} P[t,s] dO_t.
-// Threads: forward is one block of kThreads per query row (b, h, t): a thread per key s for the
-// scores, block reductions for the max and the sum, then the output's hs columns with the keys split
-// over groups of threads (kThreads / hs groups, their partial sums added in group order). Backward
-// runs three passes, so no two threads ever add into one element: dS per (b, h, t) row into a
-// (B, H, T, T) scratch; dq per (b, h, t); dk and dv per (b, h, s), summing over t >= s. att's entries
-// s > t are written as 0. No atomics: every result is the same run to run.
+// The products are cuBLAS fp32 strided-batched SGEMMs (default math: no TF32) over the B*H heads, on
+// head-major copies of q, k, v (and dO) made by a permute kernel in stream-ordered scratch:
+//   forward:  att = Q K^T / sqrt(hs) (all T x T, straight into att), a causal softmax kernel in place
+//             (a warp per row: max and sum by warp shuffles, 0 written for s > t), O = P V, unpermuted
+//             into out (B, T, C).
+//   backward: dP = dO V^T; a softmax-backward kernel (a warp per row) writes dS (0 for s > t) over dP
+//             and a copy of P with 0 for s > t (att's entries s > t are unspecified by the contract);
+//             dV = P^T dO, dQ = dS K, dK = dS^T Q, unpermuted into dqkv.
+// No atomics; cuBLAS's fp32 products and the warp-shuffle reductions run in a fixed order, so every
+// result is the same run to run.
 // Against the cpu backend (which tiles the products through its gemm and uses a polynomial exp): the
 // sums run in another order and exp is CUDA's expf, so results agree within |diff| <= 1e-5 (1 + |ref|)
 // for inputs of order 1 and T up to 1024 (the error grows like the sum's length, sqrt(T) typically).
+#include <cublas_v2.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 
+#include "device/cuda/cublas_handle.hpp"
 #include "device/cuda/cuda_check.hpp"
 #include "device/cuda/launchers.hpp"
 
 namespace tz::cuda {
 namespace {
 
-constexpr int kThreads = 128;  // a multiple of 32
-constexpr int kWarps = kThreads / 32;
+constexpr int kPermuteThreads = 256;
+constexpr int kRowThreads = 256;  // a warp per row
+constexpr int kRowsPerBlock = kRowThreads / 32;
 
-// The block's max / sum of v (every thread gets it), in a fixed order; `scratch` holds kWarps floats.
-__device__ float block_max(float v, float* scratch) {
+unsigned blocks_for(std::size_t n, int threads) {
+  const std::size_t blocks = (n + threads - 1) / threads;
+  return static_cast<unsigned>(std::min<std::size_t>(blocks, 1u << 20));  // grid-stride beyond
+}
+
+// in (B, T, P, H, hs) -> out (P, B, H, T, hs): P parts of C = H*hs columns each (qkv: P = 3; dout: 1).
+__global__ void permute_kernel(float* out, const float* in, int B, int T, int P, int H, int hs) {
+  const std::size_t C = static_cast<std::size_t>(H) * hs, n = static_cast<std::size_t>(B) * T * P * C;
+  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
+    const std::size_t col = i % C, row = i / C;  // row = (b*T + t)*P + p
+    const std::size_t p = row % P, bt = row / P, t = bt % T, b = bt / T;
+    const std::size_t h = col / hs, j = col % hs;
+    out[(((p * B + b) * H + h) * T + t) * hs + j] = in[i];
+  }
+}
+
+// The inverse: in (P, B, H, T, hs) -> out (B, T, P, H, hs); every element of out written.
+__global__ void unpermute_kernel(float* out, const float* in, int B, int T, int P, int H, int hs) {
+  const std::size_t C = static_cast<std::size_t>(H) * hs, n = static_cast<std::size_t>(B) * T * P * C;
+  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
+    const std::size_t col = i % C, row = i / C;
+    const std::size_t p = row % P, bt = row / P, t = bt % T, b = bt / T;
+    const std::size_t h = col / hs, j = col % hs;
+    out[i] = in[(((p * B + b) * H + h) * T + t) * hs + j];
+  }
+}
+
+// Butterfly reductions: every lane ends with the same value (each step adds the same two operands).
+__device__ float warp_max(float v) {
   for (int offset = 16; offset > 0; offset /= 2) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, offset));
-  __syncthreads();
-  if (threadIdx.x % 32 == 0) scratch[threadIdx.x / 32] = v;
-  __syncthreads();
-  float m = scratch[0];
-  for (int w = 1; w < kWarps; ++w) m = fmaxf(m, scratch[w]);
-  return m;
+  return v;
 }
-__device__ float block_sum(float v, float* scratch) {
+__device__ float warp_sum(float v) {
   for (int offset = 16; offset > 0; offset /= 2) v += __shfl_xor_sync(0xffffffffu, v, offset);
-  __syncthreads();
-  if (threadIdx.x % 32 == 0) scratch[threadIdx.x / 32] = v;
-  __syncthreads();
-  float total = 0.0f;
-  for (int w = 0; w < kWarps; ++w) total += scratch[w];
-  return total;
+  return v;
 }
 
-// dst[i] = sum_{j = j0}^{j1 - 1} w[j * w_stride] x[j * x_stride + i] for i < hs, by the whole block:
-// j is split over kThreads / hs groups of threads (one thread per column in each), whose partial sums
-// are added in group order; wider heads (hs > kThreads) take one thread per column, j in order. `red`
-// holds kThreads floats of shared memory.
-__device__ void weighted_row_sum(float* dst, const float* w, std::size_t w_stride, const float* x,
-                                 std::size_t x_stride, int j0, int j1, int hs, float* red) {
-  if (hs > kThreads) {
-    for (int i = threadIdx.x; i < hs; i += kThreads) {
-      float acc = 0.0f;
-      for (int j = j0; j < j1; ++j) acc += w[j * w_stride] * x[j * x_stride + i];
-      dst[i] = acc;
-    }
-    return;
-  }
-  const int groups = kThreads / hs, g = threadIdx.x / hs, i = threadIdx.x % hs;
-  __syncthreads();  // red may still be read by a previous call
-  if (g < groups) {
-    float acc = 0.0f;
-    for (int j = j0 + g; j < j1; j += groups) acc += w[j * w_stride] * x[j * x_stride + i];
-    red[g * hs + i] = acc;
-  }
-  __syncthreads();
-  if (threadIdx.x < hs) {
-    float total = 0.0f;
-    for (int k = 0; k < groups; ++k) total += red[k * hs + threadIdx.x];
-    dst[threadIdx.x] = total;
-  }
-}
-
-// The dot product of two rows of n floats, in order.
-__device__ float dot(const float* a, const float* b, int n) {
-  float d = 0.0f;
-  for (int i = 0; i < n; ++i) d += a[i] * b[i];
-  return d;
-}
-
-// grid: B*H*T query rows, blockIdx.x = (b*H + h)*T + t; block: kThreads; shared: hs + T + kThreads floats.
-__global__ void attention_forward_kernel(float* out, float* att, const float* qkv, int T, int C, int H,
-                                         float scale) {
-  extern __shared__ float shared[];
-  __shared__ float scratch[kWarps];
-  const int hs = C / H;
-  const std::size_t ld = 3 * static_cast<std::size_t>(C);
-  const int t = blockIdx.x % T, bh = blockIdx.x / T, h = bh % H, b = bh / H;
-  float* qs = shared;                                                       // hs
-  float* p = shared + hs;                                                   // T
-  float* red = p + T;                                                       // kThreads
-  const float* base = qkv + static_cast<std::size_t>(b) * T * ld + h * hs;  // q_0 of this head
-  const float* q = base + t * ld;
-  for (int i = threadIdx.x; i < hs; i += kThreads) qs[i] = q[i];
-  __syncthreads();
+// A warp per row of att (rows = B*H*T, row = (b*H + h)*T + t): the scaled scores of s <= t become
+// their softmax in place; entries s > t are written 0.
+__global__ void causal_softmax_kernel(float* att, int T, std::size_t rows) {
+  const std::size_t row = static_cast<std::size_t>(blockIdx.x) * kRowsPerBlock + threadIdx.x / 32;
+  if (row >= rows) return;  // the whole warp
+  const int lane = threadIdx.x % 32, t = static_cast<int>(row % T);
+  float* a = att + row * T;
   float mx = -INFINITY;
-  for (int s = threadIdx.x; s <= t; s += kThreads) {
-    p[s] = dot(qs, base + s * ld + C, hs) * scale;
-    mx = fmaxf(mx, p[s]);
-  }
-  mx = block_max(mx, scratch);
+  for (int s = lane; s <= t; s += 32) mx = fmaxf(mx, a[s]);
+  mx = warp_max(mx);
   float sum = 0.0f;
-  for (int s = threadIdx.x; s <= t; s += kThreads) {
-    p[s] = expf(p[s] - mx);
-    sum += p[s];
+  for (int s = lane; s <= t; s += 32) {
+    const float e = expf(a[s] - mx);
+    a[s] = e;
+    sum += e;
   }
-  const float inv = 1.0f / block_sum(sum, scratch);
-  float* a = att + static_cast<std::size_t>(blockIdx.x) * T;
-  for (int s = threadIdx.x; s < T; s += kThreads) {
-    if (s <= t) p[s] *= inv;  // this thread's own e values
-    a[s] = s <= t ? p[s] : 0.0f;
-  }
-  __syncthreads();
-  weighted_row_sum(out + (static_cast<std::size_t>(b) * T + t) * C + h * hs, p, 1, base + 2 * C, ld, 0, t + 1,
-                   hs, red);
+  const float inv = 1.0f / warp_sum(sum);
+  for (int s = lane; s < T; s += 32) a[s] = s <= t ? a[s] * inv : 0.0f;
 }
 
-// Pass 1. grid: B*H*T rows (as forward); shared: hs + T floats. dpreatt[row, s] = dS[t, s] for s <= t.
-__global__ void attention_backward_ds_kernel(float* dpreatt, const float* dout, const float* qkv,
-                                             const float* att, int T, int C, int H, float scale) {
-  extern __shared__ float shared[];
-  __shared__ float scratch[kWarps];
-  const int hs = C / H;
-  const std::size_t ld = 3 * static_cast<std::size_t>(C);
-  const int t = blockIdx.x % T, bh = blockIdx.x / T, h = bh % H, b = bh / H;
-  float* dos = shared;      // hs: dO_t
-  float* dp = shared + hs;  // T
-  const float* dO = dout + (static_cast<std::size_t>(b) * T + t) * C + h * hs;
-  for (int i = threadIdx.x; i < hs; i += kThreads) dos[i] = dO[i];
-  __syncthreads();
-  const float* v = qkv + static_cast<std::size_t>(b) * T * ld + 2 * C + h * hs;  // v_0 of this head
-  const float* p = att + static_cast<std::size_t>(blockIdx.x) * T;
+// A warp per row: ds holds dP on entry and dS = P (dP - sum_s P dP) * scale on return (0 for s > t);
+// pm gets P with 0 for s > t.
+__global__ void softmax_backward_kernel(float* ds, float* pm, const float* att, int T, std::size_t rows,
+                                        float scale) {
+  const std::size_t row = static_cast<std::size_t>(blockIdx.x) * kRowsPerBlock + threadIdx.x / 32;
+  if (row >= rows) return;
+  const int lane = threadIdx.x % 32, t = static_cast<int>(row % T);
+  const float* p = att + row * T;
+  float* d = ds + row * T;
+  float* m = pm + row * T;
   float pdp = 0.0f;
-  for (int s = threadIdx.x; s <= t; s += kThreads) {
-    dp[s] = dot(dos, v + s * ld, hs);
-    pdp += p[s] * dp[s];
+  for (int s = lane; s <= t; s += 32) pdp += p[s] * d[s];
+  const float total = warp_sum(pdp);
+  for (int s = lane; s < T; s += 32) {
+    const bool in = s <= t;
+    const float ps = in ? p[s] : 0.0f;
+    d[s] = in ? ps * (d[s] - total) * scale : 0.0f;
+    m[s] = ps;
   }
-  const float total = block_sum(pdp, scratch);
-  float* ds = dpreatt + static_cast<std::size_t>(blockIdx.x) * T;
-  for (int s = threadIdx.x; s <= t; s += kThreads) ds[s] = p[s] * (dp[s] - total) * scale;
 }
 
-// Pass 2. grid: B*H*T rows; shared: kThreads floats. dq_t = sum_{s<=t} dS[t,s] k_s.
-__global__ void attention_backward_dq_kernel(float* dqkv, const float* dpreatt, const float* qkv, int T,
-                                             int C, int H) {
-  extern __shared__ float red[];
-  const int hs = C / H;
-  const std::size_t ld = 3 * static_cast<std::size_t>(C);
-  const int t = blockIdx.x % T, bh = blockIdx.x / T, h = bh % H, b = bh / H;
-  const std::size_t head = static_cast<std::size_t>(b) * T * ld + h * hs;
-  weighted_row_sum(dqkv + head + t * ld, dpreatt + static_cast<std::size_t>(blockIdx.x) * T, 1,
-                   qkv + head + C, ld, 0, t + 1, hs, red);
+// Row-major per head: C_i = alpha op(A_i) op(B_i) as cuBLAS's column-major C_i^T = op(B_i)^T op(A_i)^T.
+// Here every operand is passed directly in cuBLAS's terms: C (m x n, ldc) = alpha op(A) op(B).
+void batched_gemm(cublasHandle_t handle, cublasOperation_t op_a, cublasOperation_t op_b, int m, int n, int k,
+                  float alpha, const float* A, int lda, long long stride_a, const float* B, int ldb,
+                  long long stride_b, float* C, int ldc, long long stride_c, int batch, const char* what) {
+  const float beta = 0.0f;
+  check_cublas(cublasSgemmStridedBatched(handle, op_a, op_b, m, n, k, &alpha, A, lda, stride_a, B, ldb,
+                                         stride_b, &beta, C, ldc, stride_c, batch),
+               what);
 }
 
-// Pass 3. grid: B*H*T key rows, blockIdx.x = (b*H + h)*T + s; shared: kThreads floats.
-// dk_s = sum_{t>=s} dS[t,s] q_t,  dv_s = sum_{t>=s} P[t,s] dO_t.
-__global__ void attention_backward_dkv_kernel(float* dqkv, const float* dpreatt, const float* dout,
-                                              const float* qkv, const float* att, int T, int C, int H) {
-  extern __shared__ float red[];
-  const int hs = C / H;
-  const std::size_t ld = 3 * static_cast<std::size_t>(C);
-  const int s = blockIdx.x % T, bh = blockIdx.x / T, h = bh % H, b = bh / H;
-  const std::size_t head = static_cast<std::size_t>(b) * T * ld + h * hs;
-  const std::size_t column = static_cast<std::size_t>(bh) * T * T + s;  // (b, h, t = 0, s)
-  weighted_row_sum(dqkv + head + s * ld + C, dpreatt + column, T, qkv + head, ld, s, T, hs, red);
-  weighted_row_sum(dqkv + head + s * ld + 2 * C, att + column, T,
-                   dout + static_cast<std::size_t>(b) * T * C + h * hs, C, s, T, hs, red);
-}
+// Stream-ordered scratch for one launcher call, freed on the stream after the work that uses it.
+class Scratch {
+ public:
+  Scratch(std::size_t floats, cudaStream_t s, const char* what) : s_(s) {
+    check(cudaMallocAsync(reinterpret_cast<void**>(&p_), floats * sizeof(float), s), what);
+  }
+  ~Scratch() { cudaFreeAsync(p_, s_); }
+  Scratch(const Scratch&) = delete;
+  Scratch& operator=(const Scratch&) = delete;
+  float* get() const { return p_; }
+
+ private:
+  float* p_ = nullptr;
+  cudaStream_t s_;
+};
 
 }  // namespace
 
 void attention_forward(cudaStream_t s, float* out, float* att, const float* qkv, int B, int T, int C, int H) {
   const std::size_t rows = static_cast<std::size_t>(B) * H * T;
   if (rows == 0 || C <= 0) return;
-  const int hs = C / H;
+  const int hs = C / H, BH = B * H, ld = std::max(1, hs);
   const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
-  const std::size_t shared = (static_cast<std::size_t>(hs) + T + kThreads) * sizeof(float);
-  attention_forward_kernel<<<static_cast<unsigned>(rows), kThreads, shared, s>>>(out, att, qkv, T, C, H,
-                                                                                 scale);
-  check(cudaGetLastError(), "attention_forward");
+  const std::size_t NC = static_cast<std::size_t>(B) * T * C;
+  const long long head = static_cast<long long>(T) * hs, square = static_cast<long long>(T) * T;
+  Scratch scratch(4 * NC, s, "attention_forward: scratch");  // q, k, v (B, H, T, hs) each; o
+  float *q = scratch.get(), *k = q + NC, *v = k + NC, *o = v + NC;
+  permute_kernel<<<blocks_for(3 * NC, kPermuteThreads), kPermuteThreads, 0, s>>>(q, qkv, B, T, 3, H, hs);
+  check(cudaGetLastError(), "attention_forward: permute");
+  CublasStreamGuard guard(s);
+  // att^T (column-major, s x t) = K Q^T * scale: att[t, s] = q_t . k_s * scale.
+  batched_gemm(guard.handle(), CUBLAS_OP_T, CUBLAS_OP_N, T, T, hs, scale, k, ld, head, q, ld, head, att, T,
+               square, BH, "attention_forward: scores");
+  causal_softmax_kernel<<<blocks_for(rows, kRowsPerBlock), kRowThreads, 0, s>>>(att, T, rows);
+  check(cudaGetLastError(), "attention_forward: softmax");
+  // O^T (hs x T) = V^T P^T: o_t = sum_s P[t, s] v_s (P[t, s] = 0 for s > t).
+  batched_gemm(guard.handle(), CUBLAS_OP_N, CUBLAS_OP_N, hs, T, T, 1.0f, v, ld, head, att, T, square, o, ld,
+               head, BH, "attention_forward: P V");
+  unpermute_kernel<<<blocks_for(NC, kPermuteThreads), kPermuteThreads, 0, s>>>(out, o, B, T, 1, H, hs);
+  check(cudaGetLastError(), "attention_forward: unpermute");
 }
 
 void attention_backward(cudaStream_t s, float* dqkv, const float* dout, const float* qkv, const float* att,
                         int B, int T, int C, int H) {
   const std::size_t rows = static_cast<std::size_t>(B) * H * T;
   if (rows == 0 || C <= 0) return;
-  const int hs = C / H;
+  const int hs = C / H, BH = B * H, ld = std::max(1, hs);
   const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
-  float* dpreatt = nullptr;  // (B, H, T, T); entries s > t never written nor read
-  check(cudaMallocAsync(reinterpret_cast<void**>(&dpreatt), rows * T * sizeof(float), s),
-        "attention_backward: scratch");
-  const unsigned grid = static_cast<unsigned>(rows);
-  attention_backward_ds_kernel<<<grid, kThreads, (static_cast<std::size_t>(hs) + T) * sizeof(float), s>>>(
-      dpreatt, dout, qkv, att, T, C, H, scale);
-  check(cudaGetLastError(), "attention_backward: dS");
-  attention_backward_dq_kernel<<<grid, kThreads, kThreads * sizeof(float), s>>>(dqkv, dpreatt, qkv, T, C, H);
-  check(cudaGetLastError(), "attention_backward: dq");
-  attention_backward_dkv_kernel<<<grid, kThreads, kThreads * sizeof(float), s>>>(dqkv, dpreatt, dout, qkv,
-                                                                                 att, T, C, H);
-  check(cudaGetLastError(), "attention_backward: dk, dv");
-  check(cudaFreeAsync(dpreatt, s), "attention_backward: free scratch");
+  const std::size_t NC = static_cast<std::size_t>(B) * T * C, A = rows * T;
+  const long long head = static_cast<long long>(T) * hs, square = static_cast<long long>(T) * T;
+  // q, k, v, dO, dq, dk, dv (B, H, T, hs) each; dS and the masked P (B, H, T, T) each.
+  Scratch scratch(7 * NC + 2 * A, s, "attention_backward: scratch");
+  float *q = scratch.get(), *k = q + NC, *v = k + NC, *dO = v + NC;
+  float *dq = dO + NC, *dk = dq + NC, *dv = dk + NC, *ds = dv + NC, *pm = ds + A;
+  permute_kernel<<<blocks_for(3 * NC, kPermuteThreads), kPermuteThreads, 0, s>>>(q, qkv, B, T, 3, H, hs);
+  check(cudaGetLastError(), "attention_backward: permute qkv");
+  permute_kernel<<<blocks_for(NC, kPermuteThreads), kPermuteThreads, 0, s>>>(dO, dout, B, T, 1, H, hs);
+  check(cudaGetLastError(), "attention_backward: permute dout");
+  CublasStreamGuard guard(s);
+  // dP^T (column-major, s x t) = V dO^T: dP[t, s] = dO_t . v_s.
+  batched_gemm(guard.handle(), CUBLAS_OP_T, CUBLAS_OP_N, T, T, hs, 1.0f, v, ld, head, dO, ld, head, ds, T,
+               square, BH, "attention_backward: dP");
+  softmax_backward_kernel<<<blocks_for(rows, kRowsPerBlock), kRowThreads, 0, s>>>(ds, pm, att, T, rows,
+                                                                                  scale);
+  check(cudaGetLastError(), "attention_backward: softmax");
+  // dV^T (hs x T) = dO^T P: dv_s = sum_t P[t, s] dO_t.
+  batched_gemm(guard.handle(), CUBLAS_OP_N, CUBLAS_OP_T, hs, T, T, 1.0f, dO, ld, head, pm, T, square, dv, ld,
+               head, BH, "attention_backward: dV");
+  // dQ^T (hs x T) = K^T dS^T: dq_t = sum_s dS[t, s] k_s.
+  batched_gemm(guard.handle(), CUBLAS_OP_N, CUBLAS_OP_N, hs, T, T, 1.0f, k, ld, head, ds, T, square, dq, ld,
+               head, BH, "attention_backward: dQ");
+  // dK^T (hs x T) = Q^T dS: dk_s = sum_t dS[t, s] q_t.
+  batched_gemm(guard.handle(), CUBLAS_OP_N, CUBLAS_OP_T, hs, T, T, 1.0f, q, ld, head, ds, T, square, dk, ld,
+               head, BH, "attention_backward: dK");
+  unpermute_kernel<<<blocks_for(3 * NC, kPermuteThreads), kPermuteThreads, 0, s>>>(dqkv, dq, B, T, 3, H, hs);
+  check(cudaGetLastError(), "attention_backward: unpermute");
 }
 
 }  // namespace tz::cuda

@@ -9,9 +9,40 @@
 
 #include "core/error.hpp"
 #include "device/cpu/adamw.hpp"
+#include "device/cuda/cublas_handle.hpp"
 #include "device/cuda/cuda_backend.hpp"
 #include "device/cuda/cuda_check.hpp"
 #include "device/cuda/launchers.hpp"
+
+namespace tz::cuda {
+
+// One cuBLAS handle per thread, on the thread's stream (a handle is not shared between threads).
+cublasHandle_t cublas_handle() {
+  struct Handle {
+    cublasHandle_t h = nullptr;
+    Handle() {
+      check_cublas(cublasCreate(&h), "create handle");
+      check_cublas(cublasSetStream(h, cudaStreamPerThread), "set stream");
+      check_cublas(cublasSetMathMode(h, CUBLAS_DEFAULT_MATH), "math mode");  // fp32, no TF32
+    }
+    ~Handle() { cublasDestroy(h); }
+  };
+  thread_local Handle handle;
+  return handle.h;
+}
+
+CublasStreamGuard::CublasStreamGuard(cudaStream_t stream) : handle_(cublas_handle()) {
+  check_cublas(cublasGetStream(handle_, &previous_), "get stream");
+  if (previous_ != stream) check_cublas(cublasSetStream(handle_, stream), "set stream");
+}
+
+CublasStreamGuard::~CublasStreamGuard() {
+  cudaStream_t now = nullptr;
+  if (cublasGetStream(handle_, &now) == CUBLAS_STATUS_SUCCESS && now != previous_)
+    cublasSetStream(handle_, previous_);
+}
+
+}  // namespace tz::cuda
 
 namespace tz {
 namespace {
@@ -32,19 +63,8 @@ const cuda::bf16_bits* bits(const bf16* p) {
   return reinterpret_cast<const cuda::bf16_bits*>(p);
 }
 
-// One cuBLAS handle per thread, on the thread's stream (a handle is not shared between threads).
 cublasHandle_t cublas() {
-  struct Handle {
-    cublasHandle_t h = nullptr;
-    Handle() {
-      cuda::check_cublas(cublasCreate(&h), "create handle");
-      cuda::check_cublas(cublasSetStream(h, stream()), "set stream");
-      cuda::check_cublas(cublasSetMathMode(h, CUBLAS_DEFAULT_MATH), "math mode");  // fp32, no TF32
-    }
-    ~Handle() { cublasDestroy(h); }
-  };
-  thread_local Handle handle;
-  return handle.h;
+  return cuda::cublas_handle();
 }
 
 // Elements a row-major matrix of `rows` x `cols` at leading dimension `ld` spans.
