@@ -167,19 +167,19 @@ double available_bytes_per_rank(int ranks_on_host) {
 // Collective: with "auto" every rank measures at once and all take the fastest rank's figure, so
 // that a rank whose measurement was slowed (a peer's set-up on its core) does not report an MFU
 // above what its core can do.
-PeakRate peak_rate(Mesh& mesh, const TrainArgs& a, int threads, const Topology& topo) {
+PeakRate peak_rate(Mesh& mesh, const TrainArgs& a, int threads, DeviceKind device, const Topology& topo) {
   if (a.peak_tflops != "auto")
     return {std::stod(a.peak_tflops) * 1e12,
             fmt::format("{} TFLOPS per rank, given by --peak-tflops", a.peak_tflops)};
-  const double mine = measure_sgemm_gflops(threads);
+  const double mine = measure_sgemm_gflops(device, threads);
   std::vector<double> all(mesh.world().size());
   mesh.world().all_gather(&mine, all.data(), 1, DType::f64).wait();
   const double gflops = *std::max_element(all.begin(), all.end());
   const double slowest = *std::min_element(all.begin(), all.end());
   return {gflops * 1e9,
-          fmt::format("sgemm measured on this CPU at start-up: {:.1f} GFLOP/s per rank ({} thread{}{}; the "
-                      "engine computes on the CPU, so topology {}'s device{} is not the peak)",
-                      gflops, threads, threads == 1 ? "" : "s",
+          fmt::format("fp32 matrix product measured on the {} backend at start-up: {:.1f} GFLOP/s per rank "
+                      "({} thread{}{}; the engine computes there, so topology {}'s device{} is not the peak)",
+                      device_kind_name(device), gflops, threads, threads == 1 ? "" : "s",
                       all.size() > 1 ? fmt::format(", the fastest of {} ranks measuring at once, the slowest "
                                                    "{:.1f}",
                                                    all.size(), slowest)
@@ -264,7 +264,7 @@ void train_on_rank(Mesh& mesh, const TrainArgs& a, const TrainConfig& requested,
   std::optional<SaveDirLock> save_dir_lock;
   if (!run.save.dir.empty()) save_dir_lock.emplace(mesh.world(), run.save.dir, a.checkpoint_timeout_s);
   ShardedEngine engine(mesh, model, run.plan, run.engine);
-  const PeakRate peak = peak_rate(mesh, a, run.engine.threads, topo);
+  const PeakRate peak = peak_rate(mesh, a, run.engine.threads, run.engine.device, topo);
   const double entropy = data.unigram_entropy_nats(model.vocab_size);
   const auto compare_bytes = step_bytes_per_tier(model, topo, compare);
   if (!a.resume.empty()) {
