@@ -9,44 +9,13 @@
 namespace tz {
 
 void matmul_forward(float* out, const float* inp, WeightRef weight, const float* bias, int N, int C, int OC) {
-  gemm({.trans_b = true,
-        .M = N,
-        .N = OC,
-        .K = C,
-        .A = inp,
-        .lda = C,
-        .B = weight.f32,
-        .B16 = weight.b16,
-        .ldb = C,
-        .C = out,
-        .ldc = OC,
-        .bias = bias});
+  gemm(linear_forward_gemm(out, inp, weight, bias, N, C, OC));
 }
 
 void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
                      WeightRef weight, int N, int C, int OC) {
-  gemm({.M = N,
-        .N = C,
-        .K = OC,
-        .A = dout,
-        .lda = OC,
-        .B = weight.f32,
-        .B16 = weight.b16,
-        .ldb = C,
-        .C = dinp,
-        .ldc = C});
-  gemm({.trans_a = true,
-        .M = OC,
-        .N = C,
-        .K = N,
-        .A = dout,
-        .lda = OC,
-        .B = inp,
-        .ldb = C,
-        .beta = 1.0f,
-        .C = dweight,
-        .ldc = C,
-        .a_row_sums = dbias});
+  gemm(linear_input_grad_gemm(dinp, dout, weight, N, C, OC));
+  gemm(linear_weight_grad_gemm(dweight, dbias, dout, inp, N, C, OC));
 }
 
 void matmul_forward_ref(float* out, const float* inp, const float* weight, const float* bias, int N, int C,

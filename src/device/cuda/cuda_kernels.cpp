@@ -277,51 +277,20 @@ void CudaKernels::layernorm_backward(float* dinp, float* dweight, float* dbias, 
   finish("layernorm_backward");
 }
 
-// The linear layer as the cpu backend builds it (device/cpu/matmul.cpp): the same three products.
+// The linear layer as every backend runs it (device/gemm_args.hpp): the same three products.
 void CudaKernels::matmul_forward(float* out, const float* inp, WeightRef weight, const float* bias, int N,
                                  int C, int OC) {
   backend_.bind();
-  enqueue_gemm({.trans_b = true,
-                .M = N,
-                .N = OC,
-                .K = C,
-                .A = inp,
-                .lda = C,
-                .B = weight.f32,
-                .B16 = weight.b16,
-                .ldb = C,
-                .C = out,
-                .ldc = OC,
-                .bias = bias});
+  enqueue_gemm(linear_forward_gemm(out, inp, weight, bias, N, C, OC));
   finish("matmul_forward");
 }
 
 void CudaKernels::matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout,
                                   const float* inp, WeightRef weight, int N, int C, int OC) {
   backend_.bind();
-  enqueue_gemm({.M = N,
-                .N = C,
-                .K = OC,
-                .A = dout,
-                .lda = OC,
-                .B = weight.f32,
-                .B16 = weight.b16,
-                .ldb = C,
-                .C = dinp,
-                .ldc = C});
+  enqueue_gemm(linear_input_grad_gemm(dinp, dout, weight, N, C, OC));
   if (dweight)
-    enqueue_gemm({.trans_a = true,
-                  .M = OC,
-                  .N = C,
-                  .K = N,
-                  .A = dout,
-                  .lda = OC,
-                  .B = inp,
-                  .ldb = C,
-                  .beta = 1.0f,
-                  .C = dweight,
-                  .ldc = C,
-                  .a_row_sums = dbias});
+    enqueue_gemm(linear_weight_grad_gemm(dweight, dbias, dout, inp, N, C, OC));
   else if (dbias)
     cuda::add_row_sums(stream(), dbias, dout, true, OC, N, OC);
   finish("matmul_backward");
