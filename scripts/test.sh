@@ -4,7 +4,8 @@
 # every CTest test (unit tests with ranks as threads, real mpirun runs); then one clang build with
 # AddressSanitizer + UndefinedBehaviorSanitizer and libFuzzer's coverage runs the unit tests again
 # and fuzzes every input reader for a bounded time (scripts/fuzz.sh); then the thread-world suites
-# (collective, comm, quant, engine) run under ThreadSanitizer.
+# (collective, comm, quant, engine) run under ThreadSanitizer. Where nvcc is installed, the CUDA
+# backend's device layer is compiled too.
 #   TZ_SKIP_SANITIZERS=1  skip the sanitizer builds (the fuzzing then builds its own, unless skipped)
 #   TZ_SKIP_FUZZ=1        skip the fuzzing
 # Each stage prints its start time in seconds since the script began, so a slow stage shows in the log.
@@ -25,6 +26,16 @@ stage "Release build"
 bash scripts/build.sh build -DTZ_WERROR=ON -DCMAKE_UNITY_BUILD=ON
 stage "Release tests"
 (cd build && ctest --output-on-failure -j 2 --timeout 600)
+# The CUDA backend compiles wherever a CUDA toolkit is installed (its tests need a GPU: tz_cuda_tests,
+# docs/backends.md), so a change of the kernel table or the seam that breaks it fails here.
+if command -v nvcc >/dev/null; then
+  stage "CUDA backend build (device layer)"
+  cmake -S . -B build-cuda-ci -G Ninja -DTZ_CUDA=ON -DTZ_WERROR=ON -DTZ_BUILD_TESTS=OFF -DTZ_BUILD_BENCH=OFF \
+    -DCMAKE_UNITY_BUILD=ON >/dev/null
+  cmake --build build-cuda-ci --target tz_device
+else
+  stage "CUDA backend build skipped: no nvcc on this machine"
+fi
 if [ "${TZ_SKIP_SANITIZERS:-0}" != 1 ]; then
   stage "ASan+UBSan build"
   CC=clang CXX=clang++ bash scripts/build.sh build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTZ_SANITIZE=ON \
