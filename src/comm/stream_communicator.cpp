@@ -13,7 +13,6 @@
 #include <map>
 #include <mutex>
 #include <thread>
-#include <utility>
 
 #include "comm/algorithms.hpp"
 #include "comm/communicator.hpp"
@@ -105,18 +104,18 @@ class StreamCommunicator final : public Communicator {
                   StepAlgorithm algorithm) override {
     require_algorithm("all_gather", algorithm, StepAlgorithm::ring);
     const std::size_t block = count * dtype_bytes(dtype);
-    return submit(
-        CollectiveKind::all_gather, count, dtype, -1, double(block) * size(), [=, this](Collective& c) {
-          const Staged io = stage_in(c, send, block, recv, block * size());
-          if (SharedArena* arena = arena_for(c, algorithm, options_.shared_memory_all_gather)) {
-            started(c, CollectiveKind::all_gather, StepAlgorithm::shared_memory, "shared");
-            all_gather_shared(c, *arena, io.in, io.out, uniform_block_offsets(block, size()));
-          } else {
-            started(c, CollectiveKind::all_gather, StepAlgorithm::ring, transport_name(algorithm, "ring"));
-            all_gather_ring(c, io.in, io.out, uniform_block_offsets(block, size()));
-          }
-          stage_out(io, recv, block * size());
-        });
+    return submit(CollectiveKind::all_gather, count, dtype, -1, double(block) * size(),
+                  [=, this](Collective& c) {
+                    const Staged io = stage_in(c, send, block, recv, block * size());
+                    if (SharedArena* arena = arena_for(c, algorithm, options_.shared_memory_all_gather)) {
+                      started(c, CollectiveKind::all_gather, StepAlgorithm::shared_memory);
+                      all_gather_shared(c, *arena, io.in, io.out, uniform_block_offsets(block, size()));
+                    } else {
+                      started_on_transport(c, CollectiveKind::all_gather, algorithm, StepAlgorithm::ring);
+                      all_gather_ring(c, io.in, io.out, uniform_block_offsets(block, size()));
+                    }
+                    stage_out(io, recv, block * size());
+                  });
   }
 
   Work reduce_scatter(const void* send, void* recv, std::size_t count, DType dtype,
@@ -128,11 +127,10 @@ class StreamCommunicator final : public Communicator {
         CollectiveKind::reduce_scatter, count, dtype, -1, double(block) * size(), [=, this](Collective& c) {
           const Staged io = stage_in(c, send, block * size(), recv, block);
           if (SharedArena* arena = arena_for(c, algorithm, options_.shared_memory_reduce_scatter)) {
-            started(c, CollectiveKind::reduce_scatter, StepAlgorithm::shared_memory, "shared");
+            started(c, CollectiveKind::reduce_scatter, StepAlgorithm::shared_memory);
             reduce_scatter_shared(c, *arena, io.in, io.out, uniform_block_offsets(block, size()), dtype);
           } else {
-            started(c, CollectiveKind::reduce_scatter, StepAlgorithm::ring,
-                    transport_name(algorithm, "ring"));
+            started_on_transport(c, CollectiveKind::reduce_scatter, algorithm, StepAlgorithm::ring);
             reduce_scatter_ring(c, io.in, io.out, uniform_block_offsets(block, size()), dtype);
           }
           stage_out(io, recv, block);
@@ -145,7 +143,7 @@ class StreamCommunicator final : public Communicator {
                   [=, this](Collective& c) {
                     const std::size_t bytes = count * dtype_bytes(dtype);
                     const Staged io = stage_in(c, send, bytes, recv, bytes);
-                    started(c, CollectiveKind::all_reduce, StepAlgorithm::ring, "ring");
+                    started(c, CollectiveKind::all_reduce, StepAlgorithm::ring);
                     all_reduce_ring(c, io.in, io.out, count, dtype);
                     stage_out(io, recv, bytes);
                   });
@@ -160,11 +158,10 @@ class StreamCommunicator final : public Communicator {
                     const Staged io = stage_in(c, send, block * size(), recv, block * size());
                     const std::vector<std::size_t> off = uniform_block_offsets(block, size());
                     if (SharedArena* arena = arena_for(c, algorithm, options_.shared_memory_all_to_all)) {
-                      started(c, CollectiveKind::all_to_all, StepAlgorithm::shared_memory, "shared");
+                      started(c, CollectiveKind::all_to_all, StepAlgorithm::shared_memory);
                       all_to_all_shared(c, *arena, io.in, off, io.out, off, block);
                     } else {
-                      started(c, CollectiveKind::all_to_all, StepAlgorithm::pairwise,
-                              transport_name(algorithm, "pairwise"));
+                      started_on_transport(c, CollectiveKind::all_to_all, algorithm, StepAlgorithm::pairwise);
                       all_to_all_pairwise(c, io.in, off, io.out, off);
                     }
                     stage_out(io, recv, block * size());
@@ -348,10 +345,20 @@ class StreamCommunicator final : public Communicator {
     return m;
   }
 
-  // The algorithm a collective runs, in the flight recorder (by `name`) and the ledger.
-  void started(Collective& c, CollectiveKind kind, StepAlgorithm algorithm, const char* name) {
-    ring_->start(c.seq(), name);
+  // The algorithm a collective runs, in the flight recorder and the ledger.
+  void started(Collective& c, CollectiveKind kind, StepAlgorithm algorithm) {
+    ring_->start(c.seq(), step_algorithm_name(algorithm));
     ledger_->record_algorithm(label_, kind, algorithm);
+  }
+  // The transport's algorithm `transport` starts in place of `planned`: a planned shared-memory step
+  // whose ranks could not map a segment falls back to it (every rank of the group agrees on the
+  // arena, so all fall back together), counted in the ledger and marked in the flight recorder.
+  void started_on_transport(Collective& c, CollectiveKind kind, StepAlgorithm planned,
+                            StepAlgorithm transport) {
+    if (planned != StepAlgorithm::shared_memory) return started(c, kind, transport);
+    ring_->start(c.seq(), fmt::format("{} (shared memory unavailable)", step_algorithm_name(transport)));
+    ledger_->record_algorithm(label_, kind, transport);
+    ledger_->count_shared_memory_fallback();
   }
 
   // A planned algorithm must be one this collective has: the shared-memory one, or `transport`.
@@ -361,26 +368,10 @@ class StreamCommunicator final : public Communicator {
   }
 
   // The arena a step runs on, or null for the transport's algorithm: the plan's choice, or for a
-  // direct call (automatic) the options'. A planned shared-memory step whose ranks cannot map a
-  // segment falls back to the transport, counted in the ledger (every rank of the group agrees on
-  // the arena, so all fall back together).
+  // direct call (automatic) the options'.
   SharedArena* arena_for(Collective& c, StepAlgorithm planned, bool option_allows) {
-    const bool want =
-        planned == StepAlgorithm::shared_memory || (planned == StepAlgorithm::automatic && option_allows);
-    SharedArena* arena = shared_arena(c, want);
-    if (planned == StepAlgorithm::shared_memory && arena == nullptr && size() > 1) {
-      ledger_->count_shared_memory_fallback(label_);
-      fallback_ = true;
-    }
-    return arena;
-  }
-  // The flight recorder's name of the transport's algorithm, marked when it replaces a planned
-  // shared-memory step.
-  const char* transport_name(StepAlgorithm planned, const char* name) {
-    if (planned == StepAlgorithm::shared_memory && std::exchange(fallback_, false))
-      return std::strcmp(name, "ring") == 0 ? "ring (shared memory unavailable)"
-                                            : "pairwise (shared memory unavailable)";
-    return name;
+    return shared_arena(
+        c, planned == StepAlgorithm::shared_memory || (planned == StepAlgorithm::automatic && option_allows));
   }
 
   // The group's shared-memory segment, opened by its first collective that may use it (the same
@@ -413,7 +404,6 @@ class StreamCommunicator final : public Communicator {
   // Progress thread only.
   Workspace workspace_;
   std::string broken_;
-  bool fallback_ = false;  // the step being run fell back from shared memory (transport_name)
   std::unique_ptr<SharedArena> arena_;
   bool arena_tried_ = false;
 

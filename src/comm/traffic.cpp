@@ -62,7 +62,7 @@ std::map<std::string, std::uint64_t> TrafficLedger::algorithms() const {
   return algorithms_;
 }
 
-void TrafficLedger::count_shared_memory_fallback(const std::string&) {
+void TrafficLedger::count_shared_memory_fallback() {
   std::lock_guard lock(mu_);
   ++shared_memory_fallbacks_;
 }

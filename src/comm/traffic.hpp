@@ -56,7 +56,7 @@ class TrafficLedger {
   // transport instead (their ranks could not map a segment).
   void record_algorithm(const std::string& tier, CollectiveKind kind, StepAlgorithm algorithm);
   std::map<std::string, std::uint64_t> algorithms() const;
-  void count_shared_memory_fallback(const std::string& tier);
+  void count_shared_memory_fallback();
   std::uint64_t shared_memory_fallbacks() const;
 
   // A table: tier, bytes, ops, seconds, effective GB/s.

@@ -30,9 +30,7 @@ CollectiveIssuer::CollectiveIssuer(Mesh& mesh, const ShardLayout& layout) : mesh
                         purpose == CollectivePurpose::loss_sum;
     for (int r = scalar ? -1 : 0; r < (scalar ? 0 : layout.num_ranges()); ++r) {
       listed_[p][r + 1] = scheduled(layout, purpose, r);
-      steps_[p][r + 1] = plan_collective(layout.topology(),
-                                         collective_request(layout, purpose, r, mesh.shared_memory_tiers()))
-                             .steps;
+      steps_[p][r + 1] = plan_collective(layout.topology(), collective_request(layout, purpose, r)).steps;
     }
   }
 }
@@ -50,8 +48,7 @@ Work CollectiveIssuer::issue(CollectivePurpose purpose, int range, const void* s
     t.bytes += s.bytes;
     ++t.ops;
   }
-  return run_collective(mesh_, collective_request(layout_, purpose, range, mesh_.shared_memory_tiers()), send,
-                        recv, stats, after);
+  return run_collective(mesh_, collective_request(layout_, purpose, range), send, recv, stats, after);
 }
 
 std::map<std::string, TierTraffic> CollectiveIssuer::take_traffic() {

@@ -18,16 +18,6 @@
 namespace tz {
 namespace {
 
-test::EngineRun engine_run_on(DeviceKind device, const Topology& topo, const PartitionPlan& plan,
-                              const test::RunSpec& spec, const std::vector<std::int32_t>& tokens) {
-  EngineOptions opts = test::engine_options(spec);
-  opts.device = device;
-  CommOptions comm;
-  comm.device = device;
-  comm.timeout_s = 120;
-  return test::run_engine(topo, plan, test::tiny_gpt(), tokens, spec, opts, comm);
-}
-
 void engine_expect_close(const test::EngineRun& got, const test::EngineRun& want, double tol,
                          const std::string& what) {
   ASSERT_EQ(got.steps.size(), want.steps.size()) << what;
@@ -68,8 +58,9 @@ TEST_P(EngineOnCuda, EveryPresetTrainsAsOnTheCpuBackend) {
           fmt::format("{} {} on {} ranks", name, mode == DTypeMode::fp32 ? "fp32" : "bf16", world);
       // bf16 weights round the GPU's slightly different fp32 results to bf16: an ulp there is 2^-8.
       const double tol = mode == DTypeMode::fp32 ? 1e-4 : 2e-2;
-      engine_expect_close(engine_run_on(DeviceKind::cuda, topo, plan, spec, tokens),
-                          engine_run_on(DeviceKind::cpu, topo, plan, spec, tokens), tol, what);
+      engine_expect_close(test::run_engine_on_device(DeviceKind::cuda, topo, plan, spec, tokens, 120),
+                          test::run_engine_on_device(DeviceKind::cpu, topo, plan, spec, tokens, 120), tol,
+                          what);
     }
 }
 

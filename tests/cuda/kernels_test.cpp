@@ -17,17 +17,10 @@
 #include "core/bf16_convert.hpp"
 #include "cuda/cuda_test_support.hpp"
 #include "device/kernels.hpp"
+#include "model/test_util.hpp"
 
 namespace tz {
 namespace {
-
-std::vector<float> kernels_randoms(std::size_t n, unsigned seed, float scale = 1.0f) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> d(0.0f, scale);
-  std::vector<float> v(n);
-  for (float& x : v) x = d(rng);
-  return v;
-}
 
 // Whether x is a NaN of its type (fp32, fp64, or bf16 bits).
 bool kernels_is_nan(float x) {
@@ -71,7 +64,7 @@ class CudaKernelTable : public ::testing::Test {
 
 TEST_F(CudaKernelTable, ConversionsAndElementwisePassesAreBitwise) {
   const std::size_t n = 300'007;
-  std::vector<float> x = kernels_randoms(n, 1), y = kernels_randoms(n, 2);
+  std::vector<float> x = test::randn(n, 1), y = test::randn(n, 2);
   x[5] = std::numeric_limits<float>::quiet_NaN();
   x[6] = -0.0f;
   x[7] = std::numeric_limits<float>::infinity();
@@ -190,9 +183,8 @@ AdamWResult adamw_on(Backend& dev, const std::vector<float>& p, const std::vecto
 
 TEST_F(CudaKernelTable, AdamWIsBitwiseWithItsStateBound) {
   const std::size_t n = 100'007;
-  std::vector<float> p = kernels_randoms(n, 3), g = kernels_randoms(n, 4, 0.1f),
-                     m = kernels_randoms(n, 5, 0.01f);
-  std::vector<float> v = kernels_randoms(n, 6, 1e-4f);
+  std::vector<float> p = test::randn(n, 3), g = test::randn(n, 4, 0.1f), m = test::randn(n, 5, 0.01f);
+  std::vector<float> v = test::randn(n, 6, 1e-4f);
   for (float& x : v) x = std::abs(x);
   const std::vector<DecaySegment> segments = {
       {0, 40'000, true}, {40'000, 7, false}, {40'007, n - 40'007, true}};
@@ -268,10 +260,10 @@ TEST_F(CudaKernelTable, ProductsMatchTheCpuGemmWithinFp32Rounding) {
       for (bool use16 : {false, true}) {
         const int M = 67, N = 45, K = 130;
         const int lda = (ta ? M : K) + 3, ldb = (tb ? K : N) + 5, ldc = N + 2;
-        const std::vector<float> A = kernels_randoms(static_cast<std::size_t>(ta ? K : M) * lda, 8),
-                                 B = kernels_randoms(static_cast<std::size_t>(tb ? N : K) * ldb, 9),
-                                 bias = kernels_randoms(N, 10),
-                                 C0 = kernels_randoms(static_cast<std::size_t>(M) * ldc, 11);
+        const std::vector<float> A = test::randn(static_cast<std::size_t>(ta ? K : M) * lda, 8),
+                                 B = test::randn(static_cast<std::size_t>(tb ? N : K) * ldb, 9),
+                                 bias = test::randn(N, 10),
+                                 C0 = test::randn(static_cast<std::size_t>(M) * ldc, 11);
         std::vector<bf16> B16(B.size());
         bf16_from_floats(B16.data(), B.data(), B.size());
         for (float beta : {0.0f, 1.0f}) {
@@ -294,7 +286,7 @@ TEST_F(CudaKernelTable, ProductsMatchTheCpuGemmWithinFp32Rounding) {
       }
   // beta 0 never reads C: NaN there does not leak.
   const int M = 8, N = 8, K = 8;
-  const std::vector<float> A = kernels_randoms(64, 12), B = kernels_randoms(64, 13),
+  const std::vector<float> A = test::randn(64, 12), B = test::randn(64, 13),
                            C0(64, std::numeric_limits<float>::quiet_NaN());
   const GemmArgs g{.M = M, .N = N, .K = K, .lda = K, .ldb = N, .ldc = N};
   const GemmResult got = gemm_on(gpu(), g, A, B, {}, C0, {}, false, false);

@@ -16,16 +16,6 @@ namespace {
 
 using test::RunSpec;
 
-test::EngineRun run_on(DeviceKind device, const Topology& topo, const PartitionPlan& plan,
-                       const RunSpec& spec, const std::vector<std::int32_t>& tokens) {
-  EngineOptions opts = test::engine_options(spec);
-  opts.device = device;
-  CommOptions comm;
-  comm.device = device;
-  comm.timeout_s = 60;
-  return test::run_engine(topo, plan, test::tiny_gpt(), tokens, spec, opts, comm);
-}
-
 void expect_same_run(const test::EngineRun& got, const test::EngineRun& want, const std::string& what) {
   ASSERT_EQ(got.steps.size(), want.steps.size()) << what;
   for (std::size_t s = 0; s < got.steps.size(); ++s) {
@@ -56,8 +46,8 @@ TEST_P(EngineOnDevices, EveryPresetIsBitwiseTheCpuBackend) {
       const PartitionPlan plan = test::with_run_options(preset, spec, mode);
       const std::string what =
           fmt::format("{} {} on {} ranks", name, mode == DTypeMode::fp32 ? "fp32" : "bf16", world);
-      expect_same_run(run_on(DeviceKind::emulated, topo, plan, spec, tokens),
-                      run_on(DeviceKind::cpu, topo, plan, spec, tokens), what);
+      expect_same_run(test::run_engine_on_device(DeviceKind::emulated, topo, plan, spec, tokens, 60),
+                      test::run_engine_on_device(DeviceKind::cpu, topo, plan, spec, tokens, 60), what);
     }
 }
 

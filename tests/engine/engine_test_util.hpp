@@ -224,4 +224,16 @@ inline EngineRun run_engine(const Topology& topo, const PartitionPlan& plan, con
   return out;
 }
 
+// run_engine of the tiny model with its state, activations and collectives' buffers on `device`.
+inline EngineRun run_engine_on_device(DeviceKind device, const Topology& topo, const PartitionPlan& plan,
+                                      const RunSpec& s, const std::vector<std::int32_t>& tokens,
+                                      double timeout_s) {
+  EngineOptions opts = engine_options(s);
+  opts.device = device;
+  CommOptions comm;
+  comm.device = device;
+  comm.timeout_s = timeout_s;
+  return run_engine(topo, plan, tiny_gpt(), tokens, s, opts, comm);
+}
+
 }  // namespace tz::test

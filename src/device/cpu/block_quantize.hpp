@@ -28,6 +28,13 @@ QuantStats quantize(const void* x, DType dtype, std::size_t count, std::uint8_t*
 void dequantize(const std::uint8_t* q, std::size_t count, void* y, DType dtype, const QuantOptions& opts);
 void dequantize_add(const std::uint8_t* q, std::size_t count, float* acc, const QuantOptions& opts);
 
+// The checks every quantizer call passes on every backend and ISA, before anything runs: usable
+// options, and buffers present for a non-empty call; and a dtype that quantizes (f32 or bf16).
+// InputError naming `op` and the value.
+void check_quant_call(std::string_view op, const QuantOptions& opts, std::size_t count, const void* in,
+                      const void* out);
+void check_quantizable(std::string_view op, DType dtype);
+
 QuantStats quantize_ref(const void* x, DType dtype, std::size_t count, std::uint8_t* q,
                         const QuantOptions& opts);
 void dequantize_ref(const std::uint8_t* q, std::size_t count, void* y, DType dtype, const QuantOptions& opts);

@@ -49,33 +49,36 @@ std::size_t dtype_slot(std::string_view op, DType dtype) {
   }
 }
 
-// The checks every call passes, whichever ISA runs it.
-void check_call(std::string_view op, const QuantOptions& opts, std::size_t count, const void* in,
-                const void* out) {
-  validate_quant_options(opts);
-  if (count > 0 && (in == nullptr || out == nullptr))
-    fail_input("{}: null {} buffer for {} elements", op, in == nullptr ? "input" : "output", count);
-}
-
 QuantStats run_quantize(const QuantKernels& k, const void* x, DType dtype, std::size_t count, std::uint8_t* q,
                         const QuantOptions& opts) {
-  check_call("quantize", opts, count, x, q);
+  check_quant_call("quantize", opts, count, x, q);
   return k.quantize[dtype_slot("quantize", dtype)](x, count, q, opts);
 }
 
 void run_dequantize(const QuantKernels& k, const std::uint8_t* q, std::size_t count, void* y, DType dtype,
                     const QuantOptions& opts) {
-  check_call("dequantize", opts, count, q, y);
+  check_quant_call("dequantize", opts, count, q, y);
   k.dequantize[dtype_slot("dequantize", dtype)](q, count, y, opts);
 }
 
 void run_dequantize_add(const QuantKernels& k, const std::uint8_t* q, std::size_t count, float* acc,
                         const QuantOptions& opts) {
-  check_call("dequantize_add", opts, count, q, acc);
+  check_quant_call("dequantize_add", opts, count, q, acc);
   k.dequantize_add(q, count, acc, opts);
 }
 
 }  // namespace
+
+void check_quant_call(std::string_view op, const QuantOptions& opts, std::size_t count, const void* in,
+                      const void* out) {
+  validate_quant_options(opts);
+  if (count > 0 && (in == nullptr || out == nullptr))
+    fail_input("{}: null {} buffer for {} elements", op, in == nullptr ? "input" : "output", count);
+}
+
+void check_quantizable(std::string_view op, DType dtype) {
+  (void)dtype_slot(op, dtype);
+}
 
 std::string_view quant_isa_name(QuantIsa isa) {
   switch (isa) {

@@ -4,11 +4,11 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <string_view>
 #include <vector>
 
 #include "core/error.hpp"
 #include "device/cpu/adamw.hpp"
+#include "device/cpu/block_quantize.hpp"
 #include "device/cuda/cublas_handle.hpp"
 #include "device/cuda/cuda_backend.hpp"
 #include "device/cuda/cuda_check.hpp"
@@ -63,10 +63,6 @@ const cuda::bf16_bits* bits(const bf16* p) {
   return reinterpret_cast<const cuda::bf16_bits*>(p);
 }
 
-cublasHandle_t cublas() {
-  return cuda::cublas_handle();
-}
-
 // Elements a row-major matrix of `rows` x `cols` at leading dimension `ld` spans.
 std::size_t matrix_extent(int rows, int cols, int ld) {
   if (rows <= 0 || cols <= 0) return 0;
@@ -112,10 +108,10 @@ void enqueue_gemm(const GemmArgs& g) {
                        matrix_extent(g.trans_b ? g.N : g.K, g.trans_b ? g.K : g.N, g.ldb));
     B = widened.as<float>();
   }
-  cuda::check_cublas(
-      cublasSgemm(cublas(), g.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, g.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, g.N,
-                  g.M, g.K, &g.alpha, B, g.ldb, g.A, g.lda, &g.beta, g.C, g.ldc),
-      "sgemm");
+  cuda::check_cublas(cublasSgemm(cuda::cublas_handle(), g.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N,
+                                 g.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, g.N, g.M, g.K, &g.alpha, B, g.ldb,
+                                 g.A, g.lda, &g.beta, g.C, g.ldc),
+                     "sgemm");
   if (g.bias) cuda::add_bias_rows(stream(), g.C, g.bias, g.M, g.N, g.ldc);
   if (g.a_row_sums) cuda::add_row_sums(stream(), g.a_row_sums, g.A, g.trans_a, g.M, g.K, g.lda);
   // `widened` is freed on the stream after the product that reads it.
@@ -148,16 +144,6 @@ struct AdamWLaunch {
     }
   }
 };
-
-// The cpu backend's refusals of a quantizer call (InputError), before anything is launched.
-void check_quant_call(std::string_view op, DType dtype, const QuantOptions& opts, std::size_t count,
-                      const void* in, const void* out) {
-  validate_quant_options(opts);
-  if (dtype != DType::f32 && dtype != DType::bf16)
-    fail_input("{}: dtype {} is not quantizable (f32 or bf16)", op, dtype_name(dtype));
-  if (count > 0 && (in == nullptr || out == nullptr))
-    fail_input("{}: null {} buffer for {} elements", op, in == nullptr ? "input" : "output", count);
-}
 
 }  // namespace
 
@@ -221,14 +207,16 @@ std::size_t CudaKernels::adamw_nonfinite_count(DevicePtr<const float> params, De
 
 QuantStats CudaKernels::quantize(DevicePtr<std::uint8_t> q, DevicePtr<const std::byte> x, std::size_t count,
                                  DType dtype, const QuantOptions& opts) {
-  check_quant_call("quantize", dtype, opts, count, x.address(), q.address());
+  check_quant_call("quantize", opts, count, x.address(), q.address());
+  check_quantizable("quantize", dtype);
   backend_.bind();
   return cuda::quantize(stream(), q.address(), x.address(), count, dtype, opts);
 }
 
 void CudaKernels::dequantize(DevicePtr<std::byte> y, DType dtype, DevicePtr<const std::uint8_t> q,
                              std::size_t count, const QuantOptions& opts) {
-  check_quant_call("dequantize", dtype, opts, count, q.address(), y.address());
+  check_quant_call("dequantize", opts, count, q.address(), y.address());
+  check_quantizable("dequantize", dtype);
   backend_.bind();
   cuda::dequantize(stream(), y.address(), dtype, q.address(), count, opts);
   finish("dequantize");
@@ -236,7 +224,7 @@ void CudaKernels::dequantize(DevicePtr<std::byte> y, DType dtype, DevicePtr<cons
 
 void CudaKernels::dequantize_add(DevicePtr<float> acc, DevicePtr<const std::uint8_t> q, std::size_t count,
                                  const QuantOptions& opts) {
-  check_quant_call("dequantize_add", DType::f32, opts, count, q.address(), acc.address());
+  check_quant_call("dequantize_add", opts, count, q.address(), acc.address());
   backend_.bind();
   cuda::dequantize_add(stream(), acc.address(), q.address(), count, opts);
   finish("dequantize_add");
