@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """Checks the layering of src/: every #include "layer/..." must name a layer the including file's
-layer may use (docs/architecture.md). Exits 1 and lists every offending line otherwise.
+layer may use (docs/architecture.md), and no file of a layer includes a system header kept from it
+(the command line reaches MPI only through comm/: no <mpi.h> under src/cli/). Exits 1 and lists
+every offending line otherwise.
 
 The allowed uses below are closed under chaining (checked here too), so a file that passes can never
 reach a forbidden header through a chain of includes: plan/ reaches no comm/ or quant/ header, and
@@ -34,7 +36,13 @@ ABOVE_ALL = set(ALLOWED)
 ALLOWED["bench"] = set(ABOVE_ALL)
 ALLOWED["cli"] = set(ABOVE_ALL) | {"bench"}
 
+# layer -> system headers it may not include, and where the layer reaches that library instead.
+FORBIDDEN_SYSTEM = {
+    "cli": {"mpi.h": "comm/mpi_mesh.hpp"},
+}
+
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
+SYSTEM_INCLUDE = re.compile(r'^\s*#\s*include\s+<([^>]+)>')
 
 
 def check_closed():
@@ -66,6 +74,11 @@ def main():
                             "(add it to scripts/check_layers.py and docs/architecture.md)")
             continue
         for n, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
+            system = SYSTEM_INCLUDE.match(line)
+            if system and system.group(1) in FORBIDDEN_SYSTEM.get(layer, {}):
+                problems.append(f"src/{path.relative_to(root)}:{n}: {layer} may not include <{system.group(1)}> "
+                                f"(it goes through {FORBIDDEN_SYSTEM[layer][system.group(1)]})")
+                continue
             m = INCLUDE.match(line)
             if not m or "/" not in m.group(1):
                 continue

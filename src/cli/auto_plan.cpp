@@ -78,12 +78,4 @@ void print_auto_plan(std::FILE* out, const Topology& topo, const AutoPlan& choic
   std::fflush(out);
 }
 
-TrainConfig resolve_auto_plan(const TrainConfig& config, const GptConfig& model, const Topology& topo,
-                              bool lead) {
-  if (config.plan != kAutoPlan) return config;
-  const AutoPlan choice = choose_auto_plan(config, model, topo);
-  if (lead) print_auto_plan(stdout, topo, choice);
-  return choice.config;
-}
-
 }  // namespace tz::cli

@@ -11,9 +11,4 @@ namespace tz::cli {
 
 void print_auto_plan(std::FILE* out, const Topology& topo, const AutoPlan& choice, int top = 3);
 
-// `config` itself unless its plan is "auto"; then the planner's choice on `topo` (every rank computes
-// the same pure result, so no rank needs to hear it from another), printed by the `lead` rank.
-TrainConfig resolve_auto_plan(const TrainConfig& config, const GptConfig& model, const Topology& topo,
-                              bool lead);
-
 }  // namespace tz::cli

@@ -254,6 +254,32 @@ CLI::Option* OptionSet::unsigned_integer(const std::string& names, std::optional
                 });
 }
 
+CLI::Option* OptionSet::unsigned_integer(const std::string& names, std::uint64_t& target, std::uint64_t max,
+                                         const std::string& help, const std::string& default_text) {
+  return single(names, help, range_rule(OptionKind::integer, 0, double(max)), "INT", default_text,
+                [&target, max](const std::string& name, const std::string& s) {
+                  target = parse_unsigned(name, s, max);
+                });
+}
+
+CLI::Option* OptionSet::integer(const std::string& names, std::function<void(long long)> set, long long min,
+                                long long max, const std::string& help, const std::string& default_text) {
+  return single(names, help, range_rule(OptionKind::integer, double(min), double(max)), "INT", default_text,
+                [set = std::move(set), min, max](const std::string& name, const std::string& s) {
+                  set(parse_integer(name, s, min, max));
+                });
+}
+
+CLI::Option* OptionSet::real(const std::string& names, std::function<void(double)> set, double min,
+                             double max, const std::string& help, const std::string& default_text,
+                             bool min_exclusive) {
+  return single(
+      names, help, range_rule(OptionKind::real, min, max, min_exclusive), "NUM", default_text,
+      [set = std::move(set), min, max, min_exclusive](const std::string& name, const std::string& s) {
+        set(parse_real(name, s, min, max, min_exclusive));
+      });
+}
+
 CLI::Option* OptionSet::real(const std::string& names, double& target, double min, double max,
                              const std::string& help, const std::string& default_text, bool min_exclusive) {
   return single(names, help, range_rule(OptionKind::real, min, max, min_exclusive), "NUM",
@@ -371,6 +397,13 @@ CLI::Option* OptionSet::flag(const std::string& names, bool& target, const std::
   r.kind = OptionKind::flag;
   rule(names, std::move(r));
   return app_.add_flag(names, target, help);
+}
+
+CLI::Option* OptionSet::flag(const std::string& names, std::function<void()> on, const std::string& help) {
+  OptionRule r;
+  r.kind = OptionKind::flag;
+  rule(names, std::move(r));
+  return app_.add_flag_callback(names, std::move(on), help);
 }
 
 }  // namespace tz::cli

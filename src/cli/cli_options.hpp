@@ -70,6 +70,11 @@ class OptionSet {
                        long long max, const std::string& help, const std::string& default_text = "");
   CLI::Option* unsigned_integer(const std::string& names, std::optional<std::uint64_t>& target,
                                 std::uint64_t max, const std::string& help, const std::string& default_text);
+  CLI::Option* unsigned_integer(const std::string& names, std::uint64_t& target, std::uint64_t max,
+                                const std::string& help, const std::string& default_text);
+  // An integer or real whose value sets more than one field: `set` receives it.
+  CLI::Option* integer(const std::string& names, std::function<void(long long)> set, long long min,
+                       long long max, const std::string& help, const std::string& default_text);
   // Real options in [min, max] (or (min, max]).
   CLI::Option* real(const std::string& names, double& target, double min, double max, const std::string& help,
                     const std::string& default_text = "", bool min_exclusive = false);
@@ -78,6 +83,8 @@ class OptionSet {
   CLI::Option* real(const std::string& names, std::vector<double>& target, double min, double max,
                     const std::string& help, const std::string& default_text = "",
                     bool min_exclusive = false);
+  CLI::Option* real(const std::string& names, std::function<void(double)> set, double min, double max,
+                    const std::string& help, const std::string& default_text, bool min_exclusive = false);
   // A real, or one of `words` (e.g. "auto"): the text is stored as given.
   CLI::Option* real_or_word(const std::string& names, std::string& target, double min, double max,
                             std::vector<std::string> words, const std::string& help, bool min_exclusive);
@@ -95,6 +102,8 @@ class OptionSet {
   CLI::Option* text(const std::string& names, std::vector<std::string>& target, const std::string& help,
                     const std::string& default_text = "");
   CLI::Option* flag(const std::string& names, bool& target, const std::string& help);
+  // A flag whose effect is not setting a bool to true (e.g. --fp32 turning bf16 off): `on` runs when given.
+  CLI::Option* flag(const std::string& names, std::function<void()> on, const std::string& help);
 
   CLI::App& app() { return app_; }
 

@@ -1,7 +1,6 @@
 #include "cli/run_world.hpp"
 
 #include <fmt/format.h>
-#include <mpi.h>
 
 #include <chrono>
 #include <cstdlib>
@@ -11,7 +10,7 @@
 
 #include "cli/exit_codes.hpp"
 #include "cli/flight_dump.hpp"
-#include "cli/startup_watchdog.hpp"
+#include "comm/mpi_mesh.hpp"
 #include "comm/thread_world.hpp"
 #include "comm/transport/mpi_world.hpp"
 #include "core/error.hpp"
@@ -63,11 +62,6 @@ std::string rank_list(const std::vector<int>& ranks) {
   return out;
 }
 
-[[noreturn]] void abort_silently(int code) {
-  if (mpi_active()) MPI_Abort(MPI_COMM_WORLD, code);
-  std::exit(code);
-}
-
 // Every failing rank calls this with its report (see run_world.hpp).
 int report_failure(Communicator& channel, const ExitReport& r) {
   struct Entry {
@@ -100,7 +94,7 @@ int report_failure(Communicator& channel, const ExitReport& r) {
     channel.barrier().wait();
   } catch (...) {
   }
-  abort_silently(r.code);
+  abort_mpi_job(r.code);
 }
 
 }  // namespace
@@ -165,46 +159,37 @@ int run_on_world(const WorldOptions& o, const std::function<void(Mesh&)>& body) 
       return print_exit_report(report_current_exception());
     }
   }
-  StartupWatchdog watchdog(o.startup_timeout_s);
-  MpiSession session;
-  std::unique_ptr<Communicator> channel;  // failure reports only
-  int rank = 0;
-  try {
-    std::unique_ptr<Communicator> world = make_mpi_world(comm);
-    watchdog.done();
-    rank = world->rank();
-    if (std::shared_ptr<FaultAgreement> agreement = mpi_fault_agreement()) {
-      agreement->add_on_verdict([rank](const FaultVerdict& v) {
-        fmt::print(stderr, "tierzero: rank {}: agreed fault report: {}\n", rank, v.line);
-        std::fflush(stderr);
+  return run_mpi_mesh(
+      {.topology = o.topology,
+       .emulate = o.emulate,
+       .comm = comm,
+       .startup_timeout_s = o.startup_timeout_s,
+       .failure_channel_timeout_s = kFailureAgreementSeconds,
+       .on_fault_verdict =
+           [](int rank, const FaultVerdict& v) {
+             fmt::print(stderr, "tierzero: rank {}: agreed fault report: {}\n", rank, v.line);
+             std::fflush(stderr);
+           }},
+      [&](Mesh& mesh) {
+        run_recorded(o, mesh, body);
+        check_standard_output();  // a report that did not reach its file is an error, on the rank that wrote
+                                  // it
+      },
+      [](const MpiMeshFailure& f) {
+        try {
+          std::rethrow_exception(f.error);
+        } catch (const StopRequested& e) {
+          // Every rank stopped at the same step boundary, with nothing in flight: a clean end, no abort.
+          if (f.rank == 0) fmt::print(stderr, "tierzero: {}\n", e.what());
+          std::fflush(stdout);
+          return kExitStopRequested;
+        } catch (...) {
+          const ExitReport r = report_current_exception();
+          if (f.channel) return report_failure(*f.channel, r);
+          if (f.world_size > 1) return abort_world(r.message, r.code);  // failed before the channel existed
+          return print_exit_report(r);
+        }
       });
-    }
-    if (world->size() > 1) {
-      CommOptions quick;
-      quick.timeout_s = kFailureAgreementSeconds;
-      quick.shared_memory_all_gather = quick.shared_memory_all_to_all = quick.shared_memory_broadcast =
-          quick.shared_memory_reduce_scatter = false;  // the channel only exchanges a few bytes
-      channel = make_mpi_world(quick);
-    }
-    const Topology topo = Topology::load(o.topology).resolve(world->size());
-    check_hosts(topo, *world, o.emulate);
-    Mesh mesh(topo, std::move(world));
-    run_recorded(o, mesh, body);
-    check_standard_output();  // a report that did not reach its file is an error, on the rank that wrote it
-    return 0;
-  } catch (const StopRequested& e) {
-    // Every rank stopped at the same step boundary, with nothing in flight: a clean end, no abort.
-    if (rank == 0) fmt::print(stderr, "tierzero: {}\n", e.what());
-    std::fflush(stdout);
-    return kExitStopRequested;
-  } catch (...) {
-    const ExitReport r = report_current_exception();
-    if (channel) return report_failure(*channel, r);
-    int size = 1;
-    if (mpi_active()) MPI_Comm_size(MPI_COMM_WORLD, &size);
-    if (size > 1) return abort_world(r.message, r.code);  // failed before the channel existed
-    return print_exit_report(r);
-  }
 }
 
 }  // namespace tz::cli

@@ -1,6 +1,7 @@
 // The one way a communicating command (train, bench comm, bench qcomm) starts and ends on every rank:
-// the world (MPI when mpirun/srun launched the process, else a world of one; or `threads` ranks as
-// threads in this process), the topology laid over it and checked against the ranks' real hostnames,
+// the world (comm/mpi_mesh.hpp: MPI when mpirun/srun launched the process, else a world of one; or
+// comm/thread_world.hpp: `threads` ranks as threads in this process), the topology laid over it and
+// checked against the ranks' real hostnames,
 // the command's body on every rank, and what it throws turned into one line and an exit code
 // (cli/exit_codes.hpp). What rank 0 printed to the standard output is checked to have arrived (exit
 // code 2 when it did not). A stop that every rank agreed on (StopRequested, after SIGINT or SIGTERM)

@@ -40,7 +40,7 @@ std::string agreed_run_id(int rank) {
     const std::string mine = new_flight_run_id();
     std::strncpy(id.data(), mine.c_str(), id.size() - 1);
   }
-  // The start-up watchdog bounds this first exchange, as it bounds MPI_Init (cli/startup_watchdog.hpp).
+  // The start-up watchdog bounds this first exchange, as it bounds MPI_Init (comm/startup_watchdog.hpp).
   TZ_MPI_CHECK(MPI_Bcast(id.data(), static_cast<int>(id.size()), MPI_CHAR, 0, MPI_COMM_WORLD));
   id.back() = '\0';
   g_run_id = id.data();

@@ -1,4 +1,4 @@
-// Starting tierzero on real processes (cli/run_world.cpp does this for every command):
+// Starting tierzero on real processes (comm/mpi_mesh.cpp does this for every command):
 //
 //   tz::MpiSession session;                             // MPI_Init_thread(MULTIPLE) ... MPI_Finalize
 //   auto world = tz::make_mpi_world(options);           // the world Communicator, label "world"

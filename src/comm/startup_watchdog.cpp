@@ -1,5 +1,5 @@
 // The start-up deadline (startup_watchdog.hpp).
-#include "cli/startup_watchdog.hpp"
+#include "comm/startup_watchdog.hpp"
 
 #include <fmt/format.h>
 
@@ -7,7 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 
-namespace tz::cli {
+namespace tz {
 namespace {
 
 // The launcher's rank before MPI knows it ("?" when no launcher variable says).
@@ -29,7 +29,7 @@ StartupWatchdog::StartupWatchdog(double timeout_s) {
                "(--startup-timeout)\n",
                launcher_rank(), timeout_s);
     std::fflush(stderr);
-    std::_Exit(3);  // cli/exit_codes.hpp: a communication failure
+    std::_Exit(3);  // the CLI's exit code of a communication failure
   });
 }
 
@@ -47,4 +47,4 @@ void StartupWatchdog::done() {
   if (thread_.joinable()) thread_.join();
 }
 
-}  // namespace tz::cli
+}  // namespace tz

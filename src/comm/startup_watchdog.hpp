@@ -9,7 +9,7 @@
 #include <mutex>
 #include <thread>
 
-namespace tz::cli {
+namespace tz {
 
 class StartupWatchdog {
  public:
@@ -27,4 +27,4 @@ class StartupWatchdog {
   std::thread thread_;
 };
 
-}  // namespace tz::cli
+}  // namespace tz
