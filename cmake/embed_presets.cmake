@@ -7,7 +7,7 @@ file(GLOB files ${DIR}/*.json)
 list(SORT files)
 set(body "")
 foreach(f ${files})
-  get_filename_component(name ${f} NAME_WE)
+  get_filename_component(name ${f} NAME_WLE)  # the last extension only: llama-3.2-1b.json
   file(READ ${f} text)
   string(APPEND body "    {\"${name}\", R\"tzjson(${text})tzjson\"},\n")
 endforeach()

@@ -10,9 +10,54 @@
 #include "core/json_excerpt.hpp"
 #include "core/json_fields.hpp"
 #include "core/known_keys.hpp"
+#include "model/hf_config.hpp"
 #include "model/model_preset.hpp"
 
 namespace tz {
+namespace {
+
+template <typename E, std::size_t N>
+std::string_view name_of(E value, const std::string_view (&names)[N]) {
+  const auto i = static_cast<std::size_t>(value);
+  return i < N ? names[i] : std::string_view("?");
+}
+constexpr std::string_view kFamilyNames[] = {"gpt2", "llama", "gpt_neox"};
+constexpr std::string_view kNormNames[] = {"layernorm", "rmsnorm"};
+constexpr std::string_view kPositionNames[] = {"learned", "rotary"};
+constexpr std::string_view kMlpNames[] = {"gelu_tanh", "gelu_exact", "swiglu"};
+constexpr std::string_view kResidualNames[] = {"sequential", "parallel"};
+
+}  // namespace
+
+std::string_view model_family_name(ModelFamily f) {
+  return name_of(f, kFamilyNames);
+}
+std::string_view norm_kind_name(NormKind k) {
+  return name_of(k, kNormNames);
+}
+std::string_view position_kind_name(PositionKind k) {
+  return name_of(k, kPositionNames);
+}
+std::string_view mlp_kind_name(MlpKind k) {
+  return name_of(k, kMlpNames);
+}
+std::string_view residual_kind_name(ResidualKind k) {
+  return name_of(k, kResidualNames);
+}
+
+int GptConfig::rotary_dims() const {
+  if (positions != PositionKind::rotary || n_head <= 0) return 0;
+  return static_cast<int>(head_size() * rotary_fraction);  // Hugging Face: int(head_size * rotary_pct)
+}
+
+bool GptConfig::is_gpt2_architecture() const {
+  // The rope_* fields need no check: validate() holds them at their defaults with learned positions.
+  return norm == NormKind::layernorm && norm_bias && norm_eps == GptConfig{}.norm_eps &&
+         positions == PositionKind::learned && kv_heads() == n_head && qkv_bias && attn_out_bias &&
+         mlp == MlpKind::gelu_tanh && mlp_width() == 4 * n_embd && mlp_bias &&
+         residual == ResidualKind::sequential && tied_embeddings;
+}
+
 void GptConfig::validate(std::string_view origin) const {
   auto positive = [&](const char* key, int v) {
     if (v <= 0) fail_input("model config {}: key '{}' must be a positive integer, got {}", origin, key, v);
@@ -24,14 +69,97 @@ void GptConfig::validate(std::string_view origin) const {
   positive("vocab_size", vocab_size);
   if (n_embd % n_head != 0)
     fail_input("model config {}: key 'n_head' ({}) must divide n_embd ({})", origin, n_head, n_embd);
+  if (n_kv_head < 0 || n_kv_head > n_head || n_head % kv_heads() != 0)
+    fail_input("model config {}: key 'n_kv_head' ({}) must divide n_head ({})", origin, n_kv_head, n_head);
+  if (!(norm_eps > 0 && norm_eps < 1))
+    fail_input("model config {}: key 'norm_eps' must be in (0, 1), got {}", origin, norm_eps);
+  if (norm == NormKind::rmsnorm && norm_bias)
+    fail_input("model config {}: key 'norm_bias' must be false with norm \"rmsnorm\" (RMSNorm has no bias)",
+               origin);
+  if (mlp_hidden < 0)
+    fail_input("model config {}: key 'mlp_hidden' must be a positive integer, got {}", origin, mlp_hidden);
+  if (mlp == MlpKind::swiglu && mlp_hidden == 0)
+    fail_input("model config {}: key 'mlp_hidden' is needed with mlp \"swiglu\" (its intermediate size)",
+               origin);
+  const GptConfig defaults;
+  if (positions == PositionKind::learned) {
+    if (rope_theta != defaults.rope_theta || rotary_fraction != defaults.rotary_fraction ||
+        rope_scaling != RopeScalingKind::none)
+      fail_input(
+          "model config {}: keys 'rope_theta', 'rotary_fraction' and 'rope_scaling' apply to rotary "
+          "positions only (positions is \"learned\")",
+          origin);
+    return;
+  }
+  if (!(rope_theta > 1))
+    fail_input("model config {}: key 'rope_theta' must be a number > 1, got {}", origin, rope_theta);
+  if (!(rotary_fraction > 0 && rotary_fraction <= 1))
+    fail_input("model config {}: key 'rotary_fraction' must be in (0, 1], got {}", origin, rotary_fraction);
+  const int dims = rotary_dims();
+  if (dims < 2 || dims % 2 != 0)
+    fail_input(
+        "model config {}: key 'rotary_fraction' ({}) of the head size {} rotates {} dimensions; rotary "
+        "positions need an even number >= 2",
+        origin, rotary_fraction, head_size(), dims);
+  if (rope_scaling == RopeScalingKind::llama3 &&
+      !(rope_scaling_factor >= 1 && rope_low_freq_factor > 0 &&
+        rope_high_freq_factor > rope_low_freq_factor && rope_original_positions > 0))
+    fail_input(
+        "model config {}: key 'rope_scaling' (llama3) needs factor >= 1 (got {}), 0 < low_freq_factor (got "
+        "{}) < high_freq_factor (got {}) and original_max_position_embeddings > 0 (got {})",
+        origin, rope_scaling_factor, rope_low_freq_factor, rope_high_freq_factor, rope_original_positions);
+  if (rope_scaling == RopeScalingKind::none && (rope_scaling_factor != 0 || rope_low_freq_factor != 0 ||
+                                                rope_high_freq_factor != 0 || rope_original_positions != 0))
+    fail_input("model config {}: rope scaling factors are set but 'rope_scaling' is none", origin);
 }
 
 std::uint64_t GptConfig::parameter_count() const {
   using u128 = unsigned __int128;
-  const u128 C = static_cast<u128>(std::max(n_embd, 0)), L = static_cast<u128>(std::max(n_layer, 0));
-  const u128 V = static_cast<u128>(std::max(vocab_size, 0)), P = static_cast<u128>(std::max(n_positions, 0));
-  const u128 n = V * C + P * C + L * (12 * C * C + 13 * C) + 2 * C;  // < 2^128 for int sizes
+  auto u = [](long long v) { return static_cast<u128>(std::max(v, 0LL)); };
+  const u128 C = u(n_embd), L = u(n_layer), V = u(vocab_size), P = u(n_positions);
+  const u128 D = n_head > 0 ? u(n_embd / n_head) : 0, H = u(n_head), KV = u(kv_heads()), F = u(mlp_width());
+  const u128 norm_params = norm_bias ? 2 * C : C;
+  const u128 qkv = (H + 2 * KV) * D;  // query, key and value rows
+  u128 block = 2 * norm_params + qkv * C + (qkv_bias ? qkv : 0) + C * H * D + (attn_out_bias ? C : 0);
+  block +=
+      mlp == MlpKind::swiglu ? 3 * F * C + (mlp_bias ? 2 * F + C : 0) : 2 * F * C + (mlp_bias ? F + C : 0);
+  const u128 embeddings = V * C + (positions == PositionKind::learned ? P * C : 0);
+  const u128 n = embeddings + L * block + norm_params + (tied_embeddings ? 0 : V * C);  // < 2^128
   return n > UINT64_MAX ? UINT64_MAX : static_cast<std::uint64_t>(n);
+}
+
+void require_gpt2_layers(const GptConfig& c, std::string_view what) {
+  if (c.is_gpt2_architecture()) return;
+  const GptConfig gpt2;
+  std::string piece;
+  if (c.norm == NormKind::rmsnorm)
+    piece = "RMSNorm";
+  else if (!c.norm_bias)
+    piece = "LayerNorm without bias";
+  else if (c.norm_eps != gpt2.norm_eps)
+    piece = fmt::format("LayerNorm eps {} (the layers use 1e-5)", c.norm_eps);
+  else if (c.positions == PositionKind::rotary)
+    piece = "rotary positions";
+  else if (c.kv_heads() != c.n_head)
+    piece = fmt::format("grouped-query attention ({} key/value heads for {} heads)", c.kv_heads(), c.n_head);
+  else if (!c.qkv_bias || !c.attn_out_bias)
+    piece = "attention without biases";
+  else if (c.mlp == MlpKind::swiglu)
+    piece = "the SwiGLU MLP";
+  else if (c.mlp == MlpKind::gelu_exact)
+    piece = "exact (erf) GELU";
+  else if (c.mlp_width() != 4 * c.n_embd)
+    piece = fmt::format("an MLP of width {} (the layers use 4 n_embd = {})", c.mlp_width(), 4 * c.n_embd);
+  else if (!c.mlp_bias)
+    piece = "an MLP without biases";
+  else if (c.residual == ResidualKind::parallel)
+    piece = "the parallel residual";
+  else
+    piece = "an untied output embedding";
+  fail_input(
+      "{}: the {} model needs {}, which tierzero's layers do not compute yet (they compute GPT-2's); "
+      "`plan` and `simulate` price it",
+      what, model_family_name(c.family), piece);
 }
 
 namespace {
@@ -73,11 +201,57 @@ bool one_of(std::string_view key, std::span<const std::string_view> keys) {
   return std::find(keys.begin(), keys.end(), key) != keys.end();
 }
 
+// tierzero's own keys for the architecture fields (GptConfig's names), written by to_json.
+constexpr std::string_view kArchitectureKeys[] = {
+    "family",          "norm",         "norm_bias", "norm_eps",       "positions",     "rope_theta",
+    "rotary_fraction", "rope_scaling", "n_kv_head", "qkv_bias",       "attn_out_bias", "mlp",
+    "mlp_hidden",      "mlp_bias",     "residual",  "tied_embeddings"};
+// GPT2Config keys that set an architecture field: with tierzero's keys they would say it twice.
+constexpr std::string_view kGpt2ArchitectureKeys[] = {"activation_function", "layer_norm_epsilon", "n_inner",
+                                                      "tie_word_embeddings"};
+
+template <typename E, std::size_t N>
+E enum_key(const JsonFields& f, const char* key, const std::string_view (&names)[N]) {
+  const std::string v = f.str(key);
+  for (std::size_t i = 0; i < N; ++i)
+    if (names[i] == v) return static_cast<E>(i);
+  std::string known;
+  for (auto n : names) known += (known.empty() ? "" : ", ") + std::string(n);
+  f.fail(key, fmt::format("must be one of {}, got \"{}\"", known, text_excerpt(v)));
+}
+
+// The architecture fields from tierzero's keys; absent keys keep GPT-2's values.
+void read_architecture_keys(const JsonFields& f, GptConfig& c) {
+  if (f.has("family")) c.family = enum_key<ModelFamily>(f, "family", kFamilyNames);
+  if (f.has("norm")) c.norm = enum_key<NormKind>(f, "norm", kNormNames);
+  c.norm_bias = f.boolean_or("norm_bias", c.norm == NormKind::layernorm);
+  c.norm_eps = f.number_or("norm_eps", c.norm_eps);
+  if (f.has("positions")) c.positions = enum_key<PositionKind>(f, "positions", kPositionNames);
+  c.rope_theta = f.number_or("rope_theta", c.rope_theta);
+  c.rotary_fraction = f.number_or("rotary_fraction", c.rotary_fraction);
+  read_rope_scaling(f, "rope_scaling", c);
+  c.n_kv_head = static_cast<int>(f.integer_or("n_kv_head", 0, 1, 1LL << 30));
+  c.qkv_bias = f.boolean_or("qkv_bias", true);
+  c.attn_out_bias = f.boolean_or("attn_out_bias", true);
+  if (f.has("mlp")) c.mlp = enum_key<MlpKind>(f, "mlp", kMlpNames);
+  c.mlp_hidden = static_cast<int>(f.integer_or("mlp_hidden", 0, 1, 1LL << 30));
+  c.mlp_bias = f.boolean_or("mlp_bias", true);
+  if (f.has("residual")) c.residual = enum_key<ResidualKind>(f, "residual", kResidualNames);
+  c.tied_embeddings = f.boolean_or("tied_embeddings", true);
+  canonicalize(c);
+}
+
 }  // namespace
 
 GptConfig GptConfig::from_json(const nlohmann::json& doc, std::string_view origin,
                                std::vector<std::string>* notes) {
   JsonFields f(doc, fmt::format("model config {}", origin));
+  const std::string model_type = f.has("model_type") ? f.str("model_type") : "";
+  if (model_type == "llama") return llama_config_from_json(doc, origin, notes);
+  if (model_type == "gpt_neox") return gpt_neox_config_from_json(doc, origin, notes);
+  if (!model_type.empty() && model_type != "gpt2")
+    f.fail("model_type",
+           fmt::format("must be \"gpt2\", \"llama\" or \"gpt_neox\", got \"{}\"", text_excerpt(model_type)));
   static const std::vector<std::string_view> computed = {"n_layer",
                                                          "n_embd",
                                                          "n_head",
@@ -90,6 +264,7 @@ GptConfig GptConfig::from_json(const nlohmann::json& doc, std::string_view origi
                                                          "description",
                                                          "source",
                                                          "note",
+                                                         "seq",
                                                          "activation_function",
                                                          "layer_norm_epsilon",
                                                          "initializer_range",
@@ -100,23 +275,28 @@ GptConfig GptConfig::from_json(const nlohmann::json& doc, std::string_view origi
                                                          "add_cross_attention",
                                                          "is_decoder",
                                                          "is_encoder_decoder"};
+  bool own_keys = false;
   for (const auto& [key, value] : doc.items()) {
+    if (one_of(key, kArchitectureKeys)) {
+      own_keys = true;
+      continue;
+    }
     if (one_of(key, computed) || one_of(key, kInformationalKeys) || one_of(key, kDropoutKeys)) continue;
     fail_input(
-        "model config {}: unknown key '{}' ({}, dropout and Hugging Face's informational "
-        "GPT2Config keys; see docs/model.md)",
+        "model config {}: unknown key '{}' ({}, tierzero's architecture keys, dropout and Hugging Face's "
+        "informational GPT2Config keys; see docs/model.md)",
         origin, text_excerpt(key), known_keys_text(key, computed));
   }
-  if (f.has("name")) f.identifier("name");
-  for (const char* key : {"description", "source", "note"})
-    if (f.has(key)) f.str(key);  // a string, or an error naming the key
-  if (f.has("aliases")) {
-    const auto& a = f.raw("aliases");
-    if (!a.is_array()) f.fail("aliases", "must be a list of names");
-    for (const auto& v : a)
-      if (!v.is_string() || v.get<std::string>().empty() || v.get<std::string>().size() > 64)
-        f.fail("aliases", "must be a list of names of 1 to 64 bytes");
+  if (own_keys) {
+    if (!model_type.empty())
+      f.fail("model_type", "must be absent with tierzero's architecture keys (family, norm, mlp, ...)");
+    for (auto key : kGpt2ArchitectureKeys)
+      if (f.has(key))
+        f.fail(key,
+               "is GPT2Config's spelling of an architecture field: with tierzero's architecture keys "
+               "(family, norm, mlp, ...) use those alone");
   }
+  check_preset_keys(f);
   auto int_key = [&](const char* key) { return static_cast<int>(f.integer(key, 1, 1LL << 30)); };
   GptConfig c;
   c.n_layer = int_key("n_layer");
@@ -174,6 +354,7 @@ GptConfig GptConfig::from_json(const nlohmann::json& doc, std::string_view origi
       f.fail("architectures",
              fmt::format("must list GPT-2 architectures (GPT2LMHeadModel, ...), got {}", json_excerpt(a)));
   }
+  if (own_keys) read_architecture_keys(f, c);
   c.validate(origin);
   return c;
 }
@@ -187,11 +368,36 @@ std::vector<std::string> GptConfig::preset_names() {
 }
 
 nlohmann::json GptConfig::to_json() const {
-  return {{"n_layer", n_layer},
-          {"n_embd", n_embd},
-          {"n_head", n_head},
-          {"n_positions", n_positions},
-          {"vocab_size", vocab_size}};
+  nlohmann::json j = {{"n_layer", n_layer},
+                      {"n_embd", n_embd},
+                      {"n_head", n_head},
+                      {"n_positions", n_positions},
+                      {"vocab_size", vocab_size}};
+  if (*this == GptConfig{.n_layer = n_layer,
+                         .n_embd = n_embd,
+                         .n_head = n_head,
+                         .n_positions = n_positions,
+                         .vocab_size = vocab_size})
+    return j;  // GPT-2: the five shapes, as always
+  j["family"] = model_family_name(family);
+  j["norm"] = norm_kind_name(norm);
+  j["norm_bias"] = norm_bias;
+  j["norm_eps"] = norm_eps;
+  j["positions"] = position_kind_name(positions);
+  if (positions == PositionKind::rotary) {
+    j["rope_theta"] = rope_theta;
+    j["rotary_fraction"] = rotary_fraction;
+    j["rope_scaling"] = rope_scaling_json(*this);
+  }
+  j["n_kv_head"] = kv_heads();
+  j["qkv_bias"] = qkv_bias;
+  j["attn_out_bias"] = attn_out_bias;
+  j["mlp"] = mlp_kind_name(mlp);
+  j["mlp_hidden"] = mlp_width();
+  j["mlp_bias"] = mlp_bias;
+  j["residual"] = residual_kind_name(residual);
+  j["tied_embeddings"] = tied_embeddings;
+  return j;
 }
 
 }  // namespace tz

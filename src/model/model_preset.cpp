@@ -23,6 +23,7 @@ ModelPreset preset_from_json(const nlohmann::json& doc, std::string_view origin,
   m.name = f.identifier_or("name", fallback_name);
   m.description = f.str_or("description", "");
   m.source = f.str_or("source", "");
+  m.seq = static_cast<int>(f.integer_or("seq", 0, 1, m.config.n_positions));
   return m;
 }
 

@@ -1,8 +1,9 @@
 // Model shapes by name or file, the one model format of every command (`train`, `plan`, `simulate`):
-// a GPT-2 style config.json (model/gpt_config.hpp's keys) that may also carry "name", "aliases",
-// "description", "source" and "note". The presets are the files of models/ (each citing the source
-// of its figures), embedded in the binary; a preset is found by its name or one of its aliases
-// (gpt2 = gpt2-small, gpt-neox-20b = gpt-20b).
+// a config.json (model/gpt_config.hpp: GPT-2's keys, tierzero's architecture keys, or a Hugging Face
+// Llama or GPT-NeoX config) that may also carry "name", "aliases", "description", "source", "note"
+// and "seq" (the sequence length to plan with, at most n_positions). The presets are the files of
+// models/ (each citing the source of its figures), embedded in the binary; a preset is found by its
+// name or one of its aliases (gpt2 = gpt2-small, gpt-20b = gpt-neox-20b).
 #pragma once
 
 #include <nlohmann/json_fwd.hpp>
@@ -21,7 +22,7 @@ struct ModelPreset {
   std::string source;
   GptConfig config;
   std::vector<std::string> notes;  // accepted keys whose value tierzero does not apply (dropout)
-  int seq = 0;                     // tokens per sequence a run trains on; 0 = n_positions
+  int seq = 0;                     // tokens per sequence a run trains on ("seq"); 0 = n_positions
   int seq_len() const { return seq > 0 ? seq : config.n_positions; }  // the planner's sequence length
 };
 
@@ -32,7 +33,7 @@ ModelPreset model_preset_from_json(const nlohmann::json& doc, std::string_view o
 ModelPreset load_model(std::string_view preset_or_path);
 // The presets' names (aliases not included).
 std::vector<std::string> model_preset_names();
-// For messages and --help: "gpt-20b (or gpt-neox-20b), gpt-small, ...".
+// For messages and --help: "gpt-neox-20b (or gpt-20b), gpt-small, ...".
 std::string describe_model_presets();
 
 }  // namespace tz

@@ -11,6 +11,9 @@ namespace tz {
 ParameterLayout::ParameterLayout(const GptConfig& config) : config_(config) {
   config_.validate("(layout)");
   const std::size_t C = config.n_embd, V = config.vocab_size, P = config.n_positions;
+  const std::size_t D = config.head_size(), H = config.n_head, KV = config.kv_heads(), F = config.mlp_width();
+  const std::size_t qkv = (H + 2 * KV) * D;                          // query rows, then key and value rows
+  const std::size_t fc = config.mlp == MlpKind::swiglu ? 2 * F : F;  // SwiGLU: gate rows, then up rows
   std::size_t offset = 0;
   auto begin_range = [&](std::string name) { ranges_.push_back({std::move(name), offset, 0}); };
   auto add = [&](std::string name, std::vector<std::size_t> shape, bool decay, bool tied = false) {
@@ -24,31 +27,47 @@ ParameterLayout::ParameterLayout(const GptConfig& config) : config_(config) {
     offset += n;
     r.numel += n;
   };
+  auto norm = [&](const std::string& prefix) {
+    add(prefix + ".weight", {C}, false);
+    if (config.norm_bias) add(prefix + ".bias", {C}, false);
+  };
+  auto linear = [&](const std::string& prefix, std::size_t out, std::size_t in, bool bias) {
+    add(prefix + ".weight", {out, in}, true);
+    if (bias) add(prefix + ".bias", {out}, false);
+  };
   begin_range("embeddings");
-  add("wte", {V, C}, true, true);
-  add("wpe", {P, C}, true);
+  add("wte", {V, C}, true, config.tied_embeddings);
+  if (config.positions == PositionKind::learned) add("wpe", {P, C}, true);
   for (int i = 0; i < config.n_layer; ++i) {
     std::string h = fmt::format("h.{}.", i);
     begin_range(fmt::format("h.{}", i));
-    add(h + "ln_1.weight", {C}, false);
-    add(h + "ln_1.bias", {C}, false);
-    add(h + "attn.qkv.weight", {3 * C, C}, true);
-    add(h + "attn.qkv.bias", {3 * C}, false);
-    add(h + "attn.proj.weight", {C, C}, true);
-    add(h + "attn.proj.bias", {C}, false);
-    add(h + "ln_2.weight", {C}, false);
-    add(h + "ln_2.bias", {C}, false);
-    add(h + "mlp.fc.weight", {4 * C, C}, true);
-    add(h + "mlp.fc.bias", {4 * C}, false);
-    add(h + "mlp.proj.weight", {C, 4 * C}, true);
-    add(h + "mlp.proj.bias", {C}, false);
+    norm(h + "ln_1");
+    linear(h + "attn.qkv", qkv, C, config.qkv_bias);
+    linear(h + "attn.proj", C, H * D, config.attn_out_bias);
+    norm(h + "ln_2");
+    linear(h + "mlp.fc", fc, C, config.mlp_bias);
+    linear(h + "mlp.proj", C, F, config.mlp_bias);
   }
   begin_range("ln_f");
-  add("ln_f.weight", {C}, false);
-  add("ln_f.bias", {C}, false);
+  norm("ln_f");
+  if (!config.tied_embeddings) {
+    begin_range("lm_head");
+    add("lm_head.weight", {V, C}, true);
+  }
   total_ = offset;
-  for (int t = 0; t < static_cast<int>(BlockTensor::count); ++t)
-    block_offsets_.push_back(tensors_[2 + t].range_offset);
+  if (config.is_gpt2_architecture())  // the typed block views below are GPT-2's
+    for (int t = 0; t < static_cast<int>(BlockTensor::count); ++t)
+      block_offsets_.push_back(tensors_[2 + t].range_offset);
+}
+
+std::size_t ParameterLayout::block_tensor_offset(BlockTensor t) const {
+  TZ_CHECK(!block_offsets_.empty(), "the {} model's blocks have no GPT-2 block view",
+           model_family_name(config_.family));
+  return block_offsets_[static_cast<int>(t)];
+}
+
+int ParameterLayout::head_range() const {
+  return config_.tied_embeddings ? embeddings_range() : final_ln_range() + 1;
 }
 
 const ParamRange& ParameterLayout::range(int r) const {
@@ -76,6 +95,8 @@ const ParamTensor& ParameterLayout::tensor(std::string_view name) const {
 }
 
 std::size_t ParameterLayout::wpe_range_offset() const {
+  TZ_CHECK(config_.positions == PositionKind::learned, "the {} model has no wpe (rotary positions)",
+           model_family_name(config_.family));
   return tensors_[1].range_offset;
 }
 

@@ -1,19 +1,29 @@
-// Parameter layout of the GPT model: one flat fp32 buffer cut into RANGES, each range cut into
+// Parameter layout of the model: one flat fp32 buffer cut into RANGES, each range cut into
 // TENSORS (as llm.c's ParameterTensors). The sharded engine holds a shard of
 // each range (an offset and a length into it), gathers a block's range just before the block runs,
 // and reduce-scatters its gradient right after; so each transformer block is one contiguous range.
+// GPT-2 (C width, F = 4C MLP width, P positions, V vocabulary):
 //
 //   range 0        "embeddings"  wte (V, C) token embedding, also the tied LM head; wpe (P, C)
 //   range 1 + i    "h.<i>"       block i: ln_1 (C) x2, attn.qkv (3C, C) + (3C), attn.proj (C, C) + (C),
 //                                ln_2 (C) x2, mlp.fc (4C, C) + (4C), mlp.proj (C, 4C) + (C)
 //   range L + 1    "ln_f"        final LayerNorm weight (C), bias (C)
 //
+// Other architectures (model/gpt_config.hpp) keep that order and leave out what they do not have:
+// wpe with rotary positions; every norm's bias with RMSNorm (or a bias-free LayerNorm); a linear
+// layer's bias when its family has none. attn.qkv holds H D query rows then KV D key and KV D value
+// rows (grouped-query attention: KV key/value heads); SwiGLU's mlp.fc holds F gate rows then F up
+// rows, mlp.proj is its down projection (C, F). An untied LM head is one more range after ln_f:
+//   range L + 2    "lm_head"     lm_head.weight (V, C)
+// total_numel() equals GptConfig::parameter_count() for every architecture.
+//
 // Linear weights are stored (out, in) as PyTorch's nn.Linear does. Ranges follow each other with no
 // padding; tensors inside a range likewise. Per-tensor properties are data: weight_decay (true for
-// matrices: wte, wpe and the linear weights; false for biases and LayerNorm gains/biases) and tied
-// (wte, which the LM head reuses). The layout is pure: sizes and offsets only, nothing allocated, so
-// it describes GPT-NeoX-20B as cheaply as the tiny test model. Sizes are size_t (a 20B model has
-// more than 2^31 elements).
+// matrices: wte, wpe, lm_head and the linear weights; false for biases and norm gains/biases) and
+// tied (wte, when the LM head reuses it). The layout is pure: sizes and offsets only, nothing
+// allocated, so it describes GPT-NeoX-20B as cheaply as the tiny test model. Sizes are size_t (a
+// 20B model has more than 2^31 elements). The typed views below are GPT-2's: the model's layers
+// compute GPT-2 alone (require_gpt2_layers).
 #pragma once
 
 #include <cstddef>
@@ -72,6 +82,8 @@ class ParameterLayout {
   static constexpr int embeddings_range() { return 0; }
   static constexpr int block_range(int layer) { return 1 + layer; }
   int final_ln_range() const { return config_.n_layer + 1; }
+  // The range holding the LM head's matrix: the embeddings when tied, else "lm_head" after ln_f.
+  int head_range() const;
   const ParamRange& range(int r) const;
   const std::vector<ParamRange>& ranges() const { return ranges_; }
   std::vector<std::size_t> range_sizes() const;
@@ -83,9 +95,10 @@ class ParameterLayout {
   const ParamTensor& tensor(std::string_view name) const;
 
   // Offsets inside a range (identical for every block range), for the typed views below.
-  std::size_t block_tensor_offset(BlockTensor t) const { return block_offsets_[static_cast<int>(t)]; }
+  // GPT-2 architectures only (InternalError else).
+  std::size_t block_tensor_offset(BlockTensor t) const;
   std::size_t wte_range_offset() const { return 0; }
-  std::size_t wpe_range_offset() const;
+  std::size_t wpe_range_offset() const;  // learned positions only (InternalError else)
 
  private:
   GptConfig config_;

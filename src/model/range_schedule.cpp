@@ -19,26 +19,29 @@ std::vector<int> acquires(const std::vector<RangeEvent>& ev, K kind) {
 
 }  // namespace
 
+// E = embeddings, F = final norm, H = the LM head's range: E when tied, else "lm_head" after F.
 std::vector<RangeEvent> forward_range_events(const GptConfig& c) {
-  const int E = 0, F = c.n_layer + 1;
+  const int E = 0, F = c.n_layer + 1, H = c.tied_embeddings ? E : F + 1;
   std::vector<RangeEvent> ev;
   use(ev, E);
   for (int i = 0; i < c.n_layer; ++i) use(ev, 1 + i);
   use(ev, F);
-  use(ev, E);
+  use(ev, H);
   return ev;
 }
 
 std::vector<RangeEvent> backward_range_events(const GptConfig& c) {
-  const int E = 0, F = c.n_layer + 1;
+  const int E = 0, F = c.n_layer + 1, H = c.tied_embeddings ? E : F + 1;
   std::vector<RangeEvent> ev;
-  use(ev, E);
+  use(ev, H);
+  if (H != E) ev.push_back({K::grads_ready, H});
   use(ev, F);
   ev.push_back({K::grads_ready, F});
   for (int i = c.n_layer - 1; i >= 0; --i) {
     use(ev, 1 + i);
     ev.push_back({K::grads_ready, 1 + i});
   }
+  if (H != E) use(ev, E);  // the embedding's own backward (a tied one was acquired for the head)
   ev.push_back({K::grads_ready, E});
   return ev;
 }

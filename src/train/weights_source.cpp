@@ -17,7 +17,10 @@ ModelWeights read_checkpoint_weights(const std::string& dir) {
   }
 }
 
-ModelWeights load_model_weights(const std::string& path, const std::optional<GptConfig>& model) {
+namespace {
+
+// The weights as the file holds them, of whatever architecture its config describes.
+ModelWeights read_weights_file(const std::string& path, const std::optional<GptConfig>& model) {
   namespace fs = std::filesystem;
   std::error_code ec;
   if (fs::is_directory(path, ec)) return read_checkpoint_weights(path);
@@ -31,13 +34,26 @@ ModelWeights load_model_weights(const std::string& path, const std::optional<Gpt
           "--weights {}: a safetensors file does not hold the model's shape (n_head): pass --model, or put "
           "its config.json beside it",
           path);
-    return read_safetensors_gpt2(path, GptConfig::load(beside.string()));
+    const GptConfig config = GptConfig::load(beside.string());
+    require_gpt2_layers(config, "--weights " + path + " (" + beside.string() + ")");
+    return read_safetensors_gpt2(path, config);
   }
   if (has_llmc_model_magic(path)) return read_llmc_model(path);
   fail_input(
       "--weights {}: not a parameter file (no {}.json beside it), checkpoint directory, .safetensors or "
       "llm.c model file (magic {})",
       path, path, kLlmcModelMagic);
+}
+
+}  // namespace
+
+ModelWeights load_model_weights(const std::string& path, const std::optional<GptConfig>& model) {
+  // The model's layers compute GPT-2 alone: a file of another architecture is refused before and
+  // after it is read (its config may come from the file itself).
+  if (model) require_gpt2_layers(*model, "--weights " + path);
+  ModelWeights w = read_weights_file(path, model);
+  require_gpt2_layers(w.config, "--weights " + path);
+  return w;
 }
 
 }  // namespace tz

@@ -130,11 +130,13 @@ TEST(ParameterLayout, DecaySegmentsOfAnySliceMatchPerElementFlags) {
 TEST(ParameterLayout, LargeModelsArePureSizes) {
   GptConfig c = GptConfig::load("gpt-neox-20b");
   ParameterLayout l(c);  // allocates no parameter memory
-  const std::size_t C = 6144, L = 44;
-  EXPECT_EQ(l.total_numel(), 50432 * C + 2048 * C + L * (12 * C * C + 13 * C) + 2 * C);
+  const std::size_t C = 6144, L = 44, V = 50432;
+  // GPT-NeoX: rotary positions (no wpe), an untied LM head; its blocks hold GPT-2's 12 C^2 + 13 C.
+  EXPECT_EQ(l.total_numel(), 2 * V * C + L * (12 * C * C + 13 * C) + 2 * C);
+  EXPECT_EQ(l.total_numel(), 20554567680u);  // as published
   EXPECT_GT(l.total_numel(), std::size_t{1} << 34);
   EXPECT_EQ(l.max_range_numel(), 12 * C * C + 13 * C);
-  EXPECT_EQ(forward_acquire_order(c).size(), L + 3);
+  EXPECT_EQ(forward_acquire_order(c).size(), L + 3);  // embeddings, blocks, ln_f, lm_head
   EXPECT_EQ(ParameterLayout(GptConfig::load("gpt2")).total_numel(), 124439808u);  // GPT-2 124M (tied head)
 }
 
