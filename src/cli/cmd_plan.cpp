@@ -108,9 +108,14 @@ int run_plan(const PlanArgs& a) {
     return 0;
   }
   for (const auto& n : model.notes) fmt::print("note: model {}: accepted, not applied: {}\n", a.model, n);
-  fmt::print("model {} ({} layers, hidden {}, {} heads, sequence {}, vocabulary {}) on {} x {} ranks ({})\n",
-             model.name, model.config.n_layer, model.config.n_embd, model.config.n_head, model.seq_len(),
-             model.config.vocab_size, topo.name(), topo.world_size(), topo.device().name);
+  const GptConfig& mc = model.config;
+  fmt::print(
+      "model {} ({}, {} parameters: {} layers, hidden {}, {} heads{}, sequence {}, vocabulary {}{}) "
+      "on {} x {} ranks ({})\n",
+      model.name, model_family_name(mc.family), mc.parameter_count(), mc.n_layer, mc.n_embd, mc.n_head,
+      mc.kv_heads() != mc.n_head ? fmt::format(" ({} key/value)", mc.kv_heads()) : "", model.seq_len(),
+      mc.vocab_size, mc.tied_embeddings ? "" : ", untied head", topo.name(), topo.world_size(),
+      topo.device().name);
   fmt::print(
       "inputs: micro-batch {}, accumulation {}, achievable fraction of peak {} x {} TFLOPS, recompute {}, "
       "overlap {}, preset collectives {}, run as {} runs them, boundary {}\n\n",
@@ -140,7 +145,8 @@ const bool plan_registered = register_command(
                                "ranks in all (instead of --nodes)", "the topology's");
        nodes->excludes(world);
        o.text("--model", a->model,
-              "model preset of models/ (gpt-tiny, gpt-small, gpt2, gpt-20b, ...) or a GPT-2 config.json");
+              "model preset of models/ (gpt-tiny, gpt2, gpt-20b, llama-3-8b, ...) or a config.json "
+              "(GPT-2, Llama, GPT-NeoX)");
        a->step.add_options(
            o,
            "how the preset plans run multi-tier collectives: hierarchical (tier by tier) or flat "

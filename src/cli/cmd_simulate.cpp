@@ -306,7 +306,8 @@ const bool simulate_registered = register_command(
        OptionSet o(sub, "simulate");
        o.text("--topology", a->topology, "topology preset or JSON file");
        o.text("--model", a->model,
-              "model preset of models/ (gpt-tiny, gpt-small, gpt2, gpt-20b, ...) or a GPT-2 config.json");
+              "model preset of models/ (gpt-tiny, gpt2, gpt-20b, llama-3-8b, ...) or a config.json "
+              "(GPT-2, Llama, GPT-NeoX)");
        o.integer("--nodes", a->nodes, 1, kMaxWorldRanks, "units of the outermost tier to sweep");
        o.text("--plans", a->plans, "plan presets or plan JSON files", "zero3 zeropp three-level");
        a->step.add_options(

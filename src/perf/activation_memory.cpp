@@ -3,8 +3,12 @@
 namespace tz::perf {
 
 double layer_activation_bytes(const GptConfig& c, int seq_len, int micro_batch) {
-  const double s = seq_len, b = micro_batch, h = c.n_embd, a = c.n_head;
-  return s * b * h * (34 + 5 * a * s / h);
+  const double s = seq_len, b = micro_batch, h = c.n_embd, a = c.n_head, F = c.mlp_width();
+  const double g = double(c.kv_heads()) / c.n_head;  // K and V as a fraction of Q
+  const double attention = s * b * h * (7 + 4 * g) + 5 * a * s * s * b;
+  const double mlp = 3 * s * b * h + (c.mlp == MlpKind::swiglu ? 6 : 4) * s * b * F;
+  const double norms = (c.residual == ResidualKind::parallel ? 2 : 4) * s * b * h;
+  return attention + mlp + norms;
 }
 
 ActivationBytes activation_bytes(const GptConfig& c, int seq_len, int micro_batch, bool recompute) {

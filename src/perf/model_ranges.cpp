@@ -14,7 +14,7 @@ ModelRanges model_ranges(const GptConfig& config) {
   }
   out.forward = forward_acquire_order(config);
   out.backward = backward_acquire_order(config);
-  out.embeddings = ParameterLayout::embeddings_range();
+  out.head = layout.head_range();
   out.final_ln = layout.final_ln_range();
   out.total_numel = layout.total_numel();
   out.modules.resize(layout.ranges().size());

@@ -23,8 +23,8 @@ struct ModelRanges {
   std::vector<std::size_t> numel;
   std::vector<int> forward;   // range acquired, in forward order (the tied embedding twice)
   std::vector<int> backward;  // in backward order
-  int embeddings = 0;         // the range holding the (tied) LM head
-  int final_ln = 0;           // the head's compute is the embeddings acquisition next to final_ln
+  int head = 0;               // the range holding the LM head: the embeddings when tied, else lm_head
+  int final_ln = 0;           // the head's compute is the head range's acquisition next to final_ln
   std::size_t total_numel = 0;
   std::vector<std::vector<ModuleParams>> modules;  // per range, in range order
 };

@@ -235,7 +235,7 @@ StepCost predict_step(const ModelShape& model, const Topology& topo, const Parti
   const double layer_fwd = layer_forward_flops(cfg, seq) * b / rate;
   const double head_fwd = head_forward_flops(cfg, seq) * b / rate;
   auto is_head = [&](const std::vector<int>& order, std::size_t i) {
-    if (order[i] != mr.embeddings) return false;
+    if (order[i] != mr.head) return false;
     return (i > 0 && order[i - 1] == mr.final_ln) || (i + 1 < order.size() && order[i + 1] == mr.final_ln);
   };
   std::vector<double> micro;

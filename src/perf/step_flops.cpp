@@ -6,7 +6,7 @@ namespace tz::perf {
 
 double layer_forward_flops(const GptConfig& c, int seq_len) {
   const double s = seq_len, h = c.n_embd;
-  return 24 * s * h * h + 4 * s * s * h;
+  return 2 * s * block_linear_weights(c) + 4 * s * s * h;
 }
 
 double head_forward_flops(const GptConfig& c, int seq_len) {

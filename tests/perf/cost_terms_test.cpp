@@ -161,23 +161,24 @@ int messages_of(const StepCost& c, const std::string& purpose, const std::string
 // DeepSpeed gathers module by module, never its persistent parameters (< 1e5 elements), and reduces
 // gradients in buckets of 5e8 elements; tierzero issues one collective per range.
 TEST(Granularity, MessagesByHandForTierzeroRangesAndDeepSpeedModulesAndBuckets) {
-  const ModelShape m = load_model_shape("gpt-20b");  // h = 6144, 44 layers
+  const ModelShape m = load_model_shape("gpt-20b");  // GPT-NeoX-20B: h = 6144, 44 layers, untied head
   const Topology topo = Topology::load("frontier").resolve_outer(2);
   PlanOptions flat;
   flat.collectives = CollectiveAlgo::flat;
   const PartitionPlan zero3 = preset_with_options("zero3", topo, flat);
   const StepCost tz = predict_step(m, topo, zero3, {.runtime = Runtime::tierzero});
-  // Forward: embeddings, 44 blocks, ln_f, embeddings again (the tied head) = 47 gathers, one each.
+  // Forward: embeddings, 44 blocks, ln_f, lm_head = 47 gathers, one each; a reduction per range.
   EXPECT_EQ(messages_of(tz, "W_fwd all-gather", "world"), 47);
-  EXPECT_EQ(messages_of(tz, "G reduction", "world"), 46);
+  EXPECT_EQ(messages_of(tz, "G reduction", "world"), 47);
   const StepCost ds = predict_step(m, topo, zero3, {.runtime = Runtime::deepspeed});
   // Per block: qkv, proj, fc and mlp.proj weights (LayerNorms and biases are persistent): 4; the
-  // embeddings: wte and wpe, twice; ln_f: none. 44 x 4 + 2 x 2 = 180.
-  EXPECT_EQ(messages_of(ds, "W_fwd all-gather", "world"), 180);
-  // A block holds 12h^2 + 13h = 453.1M elements, so a 5e8 bucket holds one block: 44 buckets, then
-  // ln_f and the embeddings (309.8M elements) in one.
-  EXPECT_EQ(messages_of(ds, "G reduction", "world"), 45);
-  // tierzero with a bucket of two blocks: 22 buckets of blocks, then ln_f + embeddings.
+  // embeddings: wte (rotary positions: no wpe); ln_f: none; lm_head: 1. 1 + 44 x 4 + 1 = 178.
+  EXPECT_EQ(messages_of(ds, "W_fwd all-gather", "world"), 178);
+  // A block holds 12h^2 + 13h = 453.1M elements, so a 5e8 bucket holds one block: lm_head (309.8M)
+  // and ln_f first in one, 44 buckets of a block, then the embeddings (309.8M) in one.
+  EXPECT_EQ(messages_of(ds, "G reduction", "world"), 46);
+  // tierzero with a bucket of two blocks: lm_head + ln_f + the last block, 21 buckets of two blocks,
+  // then the first block + embeddings.
   const double block = 12.0 * 6144 * 6144 + 13 * 6144;
   const StepCost tb =
       predict_step(m, topo, zero3, {.runtime = Runtime::tierzero, .bucket_elements = 2 * block + 64});
@@ -185,7 +186,7 @@ TEST(Granularity, MessagesByHandForTierzeroRangesAndDeepSpeedModulesAndBuckets) 
   // A bucket smaller than a range splits it: 1e8-element messages, 5 per block.
   const StepCost ts = predict_step(m, topo, zero3, {.runtime = Runtime::tierzero, .bucket_elements = 1e8});
   EXPECT_EQ(messages_of(ts, "G reduction", "world"),
-            1 + 44 * 5 + 4);  // ln_f alone, 5 per block, 4 for the embeddings
+            4 + 1 + 44 * 5 + 4);  // 4 for lm_head, ln_f alone, 5 per block, 4 for the embeddings
   // Small messages pay their latency: more messages of the same bytes take longer.
   double big = 0, small = 0;
   for (const auto& r : tz.comms)

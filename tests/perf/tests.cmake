@@ -28,3 +28,11 @@ set_tests_properties(perf_cli_explain_json PROPERTIES LABELS perf TIMEOUT 60 PAS
 set_tests_properties(perf_cli_busbw PROPERTIES LABELS perf TIMEOUT 60 PASS_REGULAR_EXPRESSION "384 +[0-9.]+m")
 set_tests_properties(perf_cli_explain_unknown perf_cli_bad_runtime PROPERTIES LABELS perf TIMEOUT 30 WILL_FAIL TRUE)
 set_tests_properties(perf_cli_prefetch0 PROPERTIES LABELS perf TIMEOUT 60)
+# The other architectures price as their exact models (docs/model.md): the header names family and count.
+add_test(NAME perf_cli_plan_llama COMMAND tierzero plan --topology frontier --nodes 4 --model llama-3-8b --top 1)
+add_test(NAME perf_cli_plan_hf_config COMMAND tierzero plan --topology frontier-mini
+         --model ${CMAKE_SOURCE_DIR}/tests/fixtures/hf_config/pythia-160m.json --top 1)
+set_tests_properties(perf_cli_plan_llama PROPERTIES LABELS perf TIMEOUT 60
+                     PASS_REGULAR_EXPRESSION "llama, 8030261248 parameters: 32 layers, hidden 4096, 32 heads \\(8 key/value\\)")
+set_tests_properties(perf_cli_plan_hf_config PROPERTIES LABELS perf TIMEOUT 60
+                     PASS_REGULAR_EXPRESSION "gpt_neox, 162322944 parameters.*untied head")
