@@ -19,3 +19,9 @@ add_test(NAME cli_mpi_diverged_reported_once_np2 COMMAND ${CMAKE_COMMAND} -DFILE
 set_tests_properties(cli_mpi_bad_config_reported_once_np4 cli_mpi_bad_option_reported_once_np3
                      cli_mpi_diverged_reported_once_np2 PROPERTIES LABELS "mpi;cli" TIMEOUT 180
   ENVIRONMENT "OMPI_MCA_rmaps_base_oversubscribe=1;ASAN_OPTIONS=detect_leaks=0")
+# scripts/demo.sh builds only the programs it runs; scripts/test.sh still builds everything.
+find_package(Python3 REQUIRED COMPONENTS Interpreter)
+add_test(NAME cli_demo_builds_only_what_it_runs
+         COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/demo_targets_check.py ${PROJECT_SOURCE_DIR})
+set_tests_properties(cli_demo_builds_only_what_it_runs PROPERTIES LABELS cli TIMEOUT 60
+                     PASS_REGULAR_EXPRESSION "demo.sh builds and runs exactly")
