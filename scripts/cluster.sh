@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # A cluster in a box: N hosts on this one machine, each a network namespace with its own hostname (a
-# UTS namespace) and an address on a shared Linux bridge, so an MPI job spans real hosts: Open MPI
+# UTS namespace), its own /dev/shm (a mount namespace) and an address on a shared Linux bridge, so an
+# MPI job spans real hosts: Open MPI
 # starts a daemon inside each host, ranks of one host talk through shared memory and ranks of
 # different hosts over TCP through the bridge, and tierzero sees the hostnames a cluster would give it.
 #
@@ -12,7 +13,7 @@
 #       the kernel has no sch_netem); K (default 2) slots per host in the hostfile.
 #   scripts/cluster.sh run -np K CMD...   an MPI program over the hosts (mpirun with the testbed's
 #       hostfile, rsh agent and TCP restricted to the bridge's subnet)
-#   scripts/cluster.sh exec HOST CMD...   a command inside one host (its network and hostname)
+#   scripts/cluster.sh exec HOST CMD...   a command inside one host (its network, hostname, /dev/shm)
 #   scripts/cluster.sh status             what exists: bridge, hosts, addresses, shaping, processes
 #   scripts/cluster.sh down               removes everything any `up` made, also after a failed or
 #                                         partial one; idempotent
@@ -20,7 +21,8 @@
 #
 # State lives in /run/tzc: `hostfile` (tzc-hostI slots=K), `agent` (Open MPI's plm_rsh_agent: it gets
 # HOST CMD... and runs CMD in that host's namespaces), `uts/HOST` (the bind-mounted UTS namespace that
-# holds the hostname; no process is kept alive for it), `link_rate` and `delay`.
+# holds the hostname; no process is kept alive for it), `mnt/HOST` (the host's mount namespace, whose
+# /dev/shm is a tmpfs of its own, so shared memory cannot reach across hosts), `link_rate` and `delay`.
 # Exit codes: 0 done, 1 a command failed, 2 bad usage, 3 no testbed is up (run/exec), 77 this
 # machine cannot host the testbed (not root, no network namespaces, a tool missing): tests skip on it.
 set -euo pipefail
@@ -66,8 +68,8 @@ check_machine() {
   done
   [ -e /proc/self/ns/net ] && [ -e /proc/self/ns/uts ] ||
     die $CANNOT_RUN "cannot run here: the kernel has no network or UTS namespaces (/proc/self/ns)"
-  unshare --net --uts true 2>/dev/null ||
-    die $CANNOT_RUN "cannot run here: creating network and UTS namespaces is not permitted (unshare --net --uts)"
+  unshare --net --uts --mount true 2>/dev/null ||
+    die $CANNOT_RUN "cannot run here: creating network, UTS and mount namespaces is not permitted (unshare --net --uts --mount)"
   ip link add ${PREFIX}-probe type bridge 2>/dev/null ||
     die $CANNOT_RUN "cannot run here: creating a Linux bridge is not permitted (ip link add type bridge)"
   ip link del ${PREFIX}-probe
@@ -120,9 +122,9 @@ while [ \$# -gt 0 ] && [ "\${1#-}" != "\$1" ]; do shift; done  # ssh-style optio
 [ \$# -ge 2 ] || { echo "tzc agent: usage: agent HOST CMD..." >&2; exit 2; }
 host=\$1
 shift
-[ -e "$NETNS_DIR/\$host" ] && [ -e "$STATE/uts/\$host" ] ||
+[ -e "$NETNS_DIR/\$host" ] && [ -e "$STATE/uts/\$host" ] && [ -e "$STATE/mnt/\$host" ] ||
   { echo "tzc agent: no testbed host '\$host' (scripts/cluster.sh status)" >&2; exit 1; }
-exec nsenter --net="$NETNS_DIR/\$host" --uts="$STATE/uts/\$host" -- /bin/sh -c "\$*"
+exec nsenter --net="$NETNS_DIR/\$host" --uts="$STATE/uts/\$host" --mount="$STATE/mnt/\$host" -- /bin/sh -c "\$*"
 EOF
   chmod 755 "$STATE/agent"
 }
@@ -160,7 +162,10 @@ cmd_up() {
   fi
   # From here on, a failure removes whatever was made.
   trap 'status=$?; [ $status -eq 0 ] || (cmd_down >/dev/null 2>&1) || true; exit $status' EXIT
-  must mkdir -p "$STATE/uts" "$NETNS_DIR"
+  must mkdir -p "$STATE/uts" "$STATE/mnt" "$NETNS_DIR"
+  # A mount namespace kept on a file needs a private parent mount (as ip netns makes /run/netns).
+  must mount --bind "$STATE/mnt" "$STATE/mnt"
+  must mount --make-private "$STATE/mnt"
   must ip link add "$BRIDGE" type bridge
   must ip addr add "$ROOT_ADDR/24" dev "$BRIDGE"
   must ip link set "$BRIDGE" up
@@ -171,6 +176,10 @@ cmd_up() {
     must ip netns add "$host"
     must touch "$STATE/uts/$host"
     must unshare --uts="$STATE/uts/$host" hostname "$host"
+    # Its own /dev/shm: on a real cluster a segment one host creates cannot be opened on another.
+    # Slave propagation: mounts made later in the root namespace still show inside the host.
+    must touch "$STATE/mnt/$host"
+    must unshare --mount="$STATE/mnt/$host" --propagation slave mount -t tmpfs -o mode=1777 "$host-shm" /dev/shm
     must ip link add "$veth" type veth peer name "$peer"
     must ip link set "$peer" netns "$host"
     must ip netns exec "$host" ip link set "$peer" name eth0
@@ -217,15 +226,12 @@ cmd_down() {
     ip link del "$link" 2>/dev/null || ! ip link show "$link" >/dev/null 2>&1 ||
       { echo "cluster.sh: down: ip link del $link failed" >&2; failed=1; }
   done
-  if [ -d "$STATE/uts" ]; then
-    local f
-    for f in "$STATE"/uts/*; do
-      [ -e "$f" ] || continue
-      while grep -q " $f " /proc/self/mountinfo; do
-        umount "$f" 2>/dev/null || { echo "cluster.sh: down: umount $f failed" >&2; failed=1; break; }
-      done
+  local f
+  for f in "$STATE"/mnt/* "$STATE"/uts/* "$STATE/mnt"; do
+    while grep -q " $f " /proc/self/mountinfo; do
+      umount "$f" 2>/dev/null || { echo "cluster.sh: down: umount $f failed" >&2; failed=1; break; }
     done
-  fi
+  done
   rm -rf "$STATE" || failed=1
   [ $failed -eq 0 ] || die 1 "down: some parts could not be removed (above)"
   echo "cluster.sh: down: nothing of the testbed is left"
@@ -283,9 +289,9 @@ cmd_exec() {
   require_up
   local host=$1
   shift
-  [ -e "$NETNS_DIR/$host" ] && [ -e "$STATE/uts/$host" ] ||
+  [ -e "$NETNS_DIR/$host" ] && [ -e "$STATE/uts/$host" ] && [ -e "$STATE/mnt/$host" ] ||
     die 2 "exec: no testbed host '$host' (hosts: $(our_hosts | tr '\n' ' '))"
-  exec nsenter --net="$NETNS_DIR/$host" --uts="$STATE/uts/$host" -- "$@"
+  exec nsenter --net="$NETNS_DIR/$host" --uts="$STATE/uts/$host" --mount="$STATE/mnt/$host" -- "$@"
 }
 
 [ $# -ge 1 ] || usage "no command"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # scripts/cluster.sh up and down (CTest, labels cluster and mpi). Usage: up_down_test.sh CLUSTER_SH
-#   - up 3: every host has its hostname, its address, its shaped link; the hostfile and the rsh agent
+#   - up 3: every host has its hostname, its address, its shaped link, its own /dev/shm; the hostfile and the rsh agent
 #     work (mpirun starts one daemon per host: `run` prints each hostname);
 #   - down: no namespace, link, mount, state file or process of the testbed is left (a process left
 #     running inside a host is ended), and a second down changes nothing;
@@ -44,7 +44,12 @@ for i in 1 2 3; do
   grep -q 'tbf .*rate 1Gbit' <<<"$(tc qdisc show dev tzc-v$i)" || fail "tzc-host$i: its incoming link is not shaped"
 done
 [ "$(hostname)" != tzc-host1 ] || fail "the root namespace's hostname changed"
-echo "ok: 3 hosts with their hostnames, addresses and shaped links"
+# Each host has its own /dev/shm, as hosts of a cluster do: a segment made on one is not on another.
+bash "$cluster" exec tzc-host1 sh -c 'echo x >/dev/shm/tzc-shm-probe' || fail "writing /dev/shm in tzc-host1"
+bash "$cluster" exec tzc-host1 test -e /dev/shm/tzc-shm-probe || fail "tzc-host1 does not see its own /dev/shm file"
+bash "$cluster" exec tzc-host2 test -e /dev/shm/tzc-shm-probe && fail "tzc-host2 sees tzc-host1's /dev/shm"
+[ ! -e /dev/shm/tzc-shm-probe ] || fail "the root namespace sees tzc-host1's /dev/shm"
+echo "ok: 3 hosts with their hostnames, addresses, shaped links and /dev/shm of their own"
 printf 'tzc-host1 slots=2\ntzc-host2 slots=2\ntzc-host3 slots=2\n' | cmp -s - /run/tzc/hostfile ||
   fail "hostfile: $(cat /run/tzc/hostfile)"
 [ "$(/run/tzc/agent tzc-host2 'hostname; echo $((6 * 7))')" = "tzc-host2
