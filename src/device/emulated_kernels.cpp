@@ -139,18 +139,18 @@ void EmulatedKernels::matmul_backward(float* dinp, float* dweight, float* dbias,
                        host(inp, NC), host(weight, W), N, C, OC);
 }
 
-void EmulatedKernels::attention_forward(float* out, float* att, const float* qkv, int B, int T, int C,
+void EmulatedKernels::attention_forward(float* out, float* lse, const float* qkv, int B, int T, int C,
                                         int H) {
   const std::size_t N = static_cast<std::size_t>(B) * T;
-  cpu_.attention_forward(host(out, N * C), host(att, static_cast<std::size_t>(B) * H * T * T),
+  cpu_.attention_forward(host(out, N * C), host(lse, static_cast<std::size_t>(B) * H * T),
                          host(qkv, 3 * N * C), B, T, C, H);
 }
 
-void EmulatedKernels::attention_backward(float* dqkv, const float* dout, const float* qkv, const float* att,
-                                         int B, int T, int C, int H) {
+void EmulatedKernels::attention_backward(float* dqkv, const float* dout, const float* qkv, const float* out,
+                                         const float* lse, int B, int T, int C, int H) {
   const std::size_t N = static_cast<std::size_t>(B) * T;
-  cpu_.attention_backward(host(dqkv, 3 * N * C), host(dout, N * C), host(qkv, 3 * N * C),
-                          host(att, static_cast<std::size_t>(B) * H * T * T), B, T, C, H);
+  cpu_.attention_backward(host(dqkv, 3 * N * C), host(dout, N * C), host(qkv, 3 * N * C), host(out, N * C),
+                          host(lse, static_cast<std::size_t>(B) * H * T), B, T, C, H);
 }
 
 void EmulatedKernels::gelu_forward(float* out, const float* inp, long n) {

@@ -81,9 +81,10 @@ class Kernels {
                               int OC) = 0;
   virtual void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
                                WeightRef weight, int N, int C, int OC) = 0;
-  virtual void attention_forward(float* out, float* att, const float* qkv, int B, int T, int C, int H) = 0;
-  virtual void attention_backward(float* dqkv, const float* dout, const float* qkv, const float* att, int B,
-                                  int T, int C, int H) = 0;
+  // Tiled attention: lse (B, H, T) is the row statistic that backward recomputes P from.
+  virtual void attention_forward(float* out, float* lse, const float* qkv, int B, int T, int C, int H) = 0;
+  virtual void attention_backward(float* dqkv, const float* dout, const float* qkv, const float* out,
+                                  const float* lse, int B, int T, int C, int H) = 0;
   virtual void gelu_forward(float* out, const float* inp, long n) = 0;
   virtual void gelu_backward(float* dinp, const float* inp, const float* dout, long n) = 0;
   virtual void residual_forward(float* out, const float* a, const float* b, long n) = 0;

@@ -4,7 +4,7 @@ namespace tz {
 
 double gpt_activation_floats(const GptConfig& c, double B, double T, bool recompute) {
   const double N = B * T, C = c.n_embd, L = c.n_layer, V = c.vocab_size, H = c.n_head;
-  const double per_block = N * 15 * C + 4 * N + B * H * T * T;
+  const double per_block = N * 15 * C + 4 * N + B * H * T;
   const double kept_blocks = recompute ? 1 : L;
   const double residual = (L + 1) * N * C;
   const double final_ln = N * C + 2 * N;

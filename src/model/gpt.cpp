@@ -18,7 +18,7 @@ Gpt::Gpt(const GptConfig& config, int B, int T, GptOptions options)
   set_kernel_threads(options.threads);
   const std::size_t N = static_cast<std::size_t>(B) * T, C = config.n_embd, L = config.n_layer,
                     V = config.vocab_size, H = config.n_head;
-  const std::size_t per_block = N * (C + 3 * C + C + C + C + 4 * C + 4 * C) + 4 * N + B * H * T * T;
+  const std::size_t per_block = N * (C + 3 * C + C + C + C + 4 * C + 4 * C) + 4 * N + B * H * T;
   const std::size_t kept_blocks = options.recompute ? 1 : L;
   const std::size_t total = (L + 1) * N * C + kept_blocks * per_block + N * C + 2 * N + 2 * N * V + N +
                             N * C + N * C + 3 * N * C + N * C + 4 * N * C;
@@ -36,7 +36,7 @@ Gpt::Gpt(const GptConfig& config, int B, int T, GptOptions options)
     a.ln1_mean = take(N);
     a.ln1_rstd = take(N);
     a.qkv = take(3 * N * C);
-    a.att = take(B * H * T * T);
+    a.att_lse = take(B * H * T);
     a.atty = take(N * C);
     a.res2 = take(N * C);
     a.ln2 = take(N * C);
@@ -82,7 +82,7 @@ void Gpt::block_forward(const BlockParams& p, const float* x_in, const BlockActs
   timed(S::layernorm,
         [&] { k.layernorm_forward(a.ln1, a.ln1_mean, a.ln1_rstd, x_in, w.ln1_w, w.ln1_b, N, C); });
   timed(S::qkv, [&] { k.matmul_forward(a.qkv, a.ln1, p.qkv_w, w.qkv_b, N, C, 3 * C); });
-  timed(S::attention, [&] { k.attention_forward(a.atty, a.att, a.qkv, B_, T_, C, H); });
+  timed(S::attention, [&] { k.attention_forward(a.atty, a.att_lse, a.qkv, B_, T_, C, H); });
   timed(S::attn_proj, [&] { k.matmul_forward(a.res2, a.atty, p.attn_proj_w, w.attn_proj_b, N, C, C); });
   timed(S::residual, [&] { k.residual_forward(a.res2, a.res2, x_in, static_cast<long>(N) * C); });
   timed(S::layernorm,
@@ -159,7 +159,7 @@ void Gpt::block_backward(const BlockParams& p, const BlockView<float>& g, const 
   timed(S::attn_proj, [&] {
     k.matmul_backward(datty_, g.attn_proj_w, g.attn_proj_b, dres_, a.atty, p.attn_proj_w, N, C, C);
   });
-  timed(S::attention, [&] { k.attention_backward(dqkv_, datty_, a.qkv, a.att, B_, T_, C, H); });
+  timed(S::attention, [&] { k.attention_backward(dqkv_, datty_, a.qkv, a.atty, a.att_lse, B_, T_, C, H); });
   timed(S::qkv, [&] { k.matmul_backward(dln_, g.qkv_w, g.qkv_b, dqkv_, a.ln1, p.qkv_w, N, C, 3 * C); });
   timed(S::layernorm, [&] {
     k.layernorm_backward(dres_, g.ln1_w, g.ln1_b, dln_, x_in, w.ln1_w, a.ln1_mean, a.ln1_rstd, N, C);

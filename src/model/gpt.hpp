@@ -54,7 +54,8 @@ class Gpt {
 
  private:
   struct BlockActs {
-    float *ln1, *ln1_mean, *ln1_rstd, *qkv, *att, *atty, *res2, *ln2, *ln2_mean, *ln2_rstd, *fch, *fch_gelu;
+    float *ln1, *ln1_mean, *ln1_rstd, *qkv, *att_lse, *atty, *res2, *ln2, *ln2_mean, *ln2_rstd, *fch,
+        *fch_gelu;
   };
   // A block's parameters as acquired: the fp32 view, and its four weight matrices from the bf16 copy
   // when the source served one (param_source.hpp), else from the fp32 view.

@@ -1,7 +1,6 @@
 #include "model/gpt_decode.hpp"
 
 #include <algorithm>
-#include <cmath>
 
 #include "core/error.hpp"
 #include "device/cpu/layers.hpp"
@@ -25,40 +24,14 @@ GptDecoder::GptDecoder(const ParameterLayout& layout, const float* params, int t
   res_.resize(C);
   fch_.resize(4 * C);
   fch_gelu_.resize(4 * C);
-  scores_.resize(P);
   logits_.resize(c.vocab_size);
 }
 
 void GptDecoder::attend(int layer) {
   const GptConfig& c = layout_.config();
-  const int C = c.n_embd, H = c.n_head, hs = C / H, t = pos_;
-  const float* K = k_cache_.data() + static_cast<std::size_t>(layer) * c.n_positions * C;
-  const float* Vc = v_cache_.data() + static_cast<std::size_t>(layer) * c.n_positions * C;
-  const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
-  for (int h = 0; h < H; ++h) {
-    const float* q = qkv_.data() + h * hs;
-    float max_score = -INFINITY;
-    for (int s = 0; s <= t; ++s) {
-      const float* k = K + static_cast<std::size_t>(s) * C + h * hs;
-      float dot = 0;
-      for (int d = 0; d < hs; ++d) dot += q[d] * k[d];
-      scores_[s] = dot * scale;
-      max_score = std::max(max_score, scores_[s]);
-    }
-    double sum = 0;
-    for (int s = 0; s <= t; ++s) {
-      scores_[s] = std::exp(scores_[s] - max_score);
-      sum += scores_[s];
-    }
-    const float inv = static_cast<float>(1.0 / sum);
-    float* y = atty_.data() + h * hs;
-    std::fill(y, y + hs, 0.0f);
-    for (int s = 0; s <= t; ++s) {
-      const float p = scores_[s] * inv;
-      const float* v = Vc + static_cast<std::size_t>(s) * C + h * hs;
-      for (int d = 0; d < hs; ++d) y[d] += p * v[d];
-    }
-  }
+  const std::size_t at = static_cast<std::size_t>(layer) * c.n_positions * c.n_embd;
+  attention_decode(atty_.data(), qkv_.data(), k_cache_.data() + at, v_cache_.data() + at, pos_, c.n_embd,
+                   c.n_head);
 }
 
 const float* GptDecoder::step(std::int32_t token) {

@@ -49,7 +49,7 @@ class GptDecoder {
   int pos_ = 0;
   long long computed_ = 0;
   std::vector<float> k_cache_, v_cache_;  // (L, P, C) each
-  std::vector<float> x_, ln_, mean_, rstd_, qkv_, atty_, res_, fch_, fch_gelu_, scores_, logits_;
+  std::vector<float> x_, ln_, mean_, rstd_, qkv_, atty_, res_, fch_, fch_gelu_, logits_;
 };
 
 // The logits after the last of `tokens` (1 <= size <= n_positions), by running the whole prefix

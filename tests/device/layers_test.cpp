@@ -106,21 +106,50 @@ TEST_P(Layers, MatmulFastMatchesRefAndFiniteDifferences) {
   check_fd(b, gb, f, "matmul db");
 }
 
-// Odd shapes: T not a multiple of the 64-row tile (and below it), head size 5 and 16.
+// Odd shapes: T not a multiple of the 64-row query tile (and below it), T above the 256-key block
+// (two and three blocks, so the online softmax rescales), head size 5 and 16, one head.
 struct AttnShape {
   int B, T, C, H;
 };
 
-TEST_P(Layers, AttentionFastMatchesRefAndFiniteDifferences) {
-  for (AttnShape s : {AttnShape{2, 13, 15, 3}, AttnShape{1, 70, 32, 2}, AttnShape{2, 130, 16, 1}}) {
+// lse[b,h,t] = log sum_{s<=t} exp(q_t . k_s / sqrt(hs)), in double.
+std::vector<double> attention_lse_ref(const std::vector<float>& qkv, int B, int T, int C, int H) {
+  const int hs = C / H;
+  std::vector<double> lse(static_cast<std::size_t>(B) * H * T);
+  for (int b = 0; b < B; ++b)
+    for (int h = 0; h < H; ++h)
+      for (int t = 0; t < T; ++t) {
+        std::vector<double> s(t + 1);
+        double mx = -1e300;
+        for (int j = 0; j <= t; ++j) {
+          double dotqk = 0;
+          for (int i = 0; i < hs; ++i)
+            dotqk += double(qkv[(std::size_t(b) * T + t) * 3 * C + h * hs + i]) *
+                     qkv[(std::size_t(b) * T + j) * 3 * C + C + h * hs + i];
+          s[j] = dotqk / std::sqrt(double(hs));
+          mx = std::max(mx, s[j]);
+        }
+        double sum = 0;
+        for (double x : s) sum += std::exp(x - mx);
+        lse[(std::size_t(b) * H + h) * T + t] = mx + std::log(sum);
+      }
+  return lse;
+}
+
+TEST_P(Layers, TiledAttentionMatchesMaterialisedRefAndFiniteDifferences) {
+  for (AttnShape s : {AttnShape{2, 13, 15, 3}, AttnShape{1, 70, 32, 2}, AttnShape{2, 130, 16, 1},
+                      AttnShape{1, 300, 24, 3}, AttnShape{1, 577, 16, 2}}) {
     const int B = s.B, T = s.T, C = s.C, H = s.H;
     auto qkv = randn(B * T * 3 * C, 1), dy = randn(B * T * C, 2);
-    std::vector<float> y(B * T * C), y_ref(B * T * C), att(B * H * T * T), att_ref(B * H * T * T);
-    attention_forward(y.data(), att.data(), qkv.data(), B, T, C, H);
+    std::vector<float> y(B * T * C, 7.0f), y_ref(B * T * C), lse(B * H * T, 7.0f), att_ref(B * H * T * T);
+    attention_forward(y.data(), lse.data(), qkv.data(), B, T, C, H);
     attention_forward_ref(y_ref.data(), att_ref.data(), qkv.data(), B, T, C, H);
     EXPECT_LT(norm_err(y, y_ref), kFastVsRef) << "T " << T;
+    const std::vector<double> lse_ref = attention_lse_ref(qkv, B, T, C, H);
+    for (std::size_t i = 0; i < lse.size(); ++i)
+      ASSERT_NEAR(lse[i], lse_ref[i], 1e-5 * (1 + std::abs(lse_ref[i]))) << "T " << T << " row " << i;
     std::vector<float> dqkv(B * T * 3 * C, 9.0f), dqkv_ref(B * T * 3 * C);
-    attention_backward(dqkv.data(), dy.data(), qkv.data(), att.data(), B, T, C, H);
+    attention_backward(dqkv.data(), dy.data(), qkv.data(), y.data(), lse.data(), B, T, C, H);
     attention_backward_ref(dqkv_ref.data(), dy.data(), qkv.data(), att_ref.data(), B, T, C, H);
     EXPECT_LT(norm_err(dqkv, dqkv_ref), kFastVsRef) << "T " << T;
     if (T > 20) continue;
@@ -131,6 +160,26 @@ TEST_P(Layers, AttentionFastMatchesRefAndFiniteDifferences) {
     f();
     attention_backward_ref(dqkv_ref.data(), dy.data(), qkv.data(), att_ref.data(), B, T, C, H);
     check_fd(qkv, dqkv_ref, f, "attention dqkv", 48);
+  }
+}
+
+// The decode step (one query against a KV cache of rows C wide) equals row pos of the materialised
+// forward, for positions in the first key block, at its edge and beyond it.
+TEST_P(Layers, AttentionDecodeMatchesMaterialisedRef) {
+  const int T = 300, C = 24, H = 3;
+  auto qkv = randn(T * 3 * C, 3);
+  std::vector<float> y_ref(T * C), att_ref(H * T * T);
+  attention_forward_ref(y_ref.data(), att_ref.data(), qkv.data(), 1, T, C, H);
+  std::vector<float> kc(T * C), vc(T * C);
+  for (int t = 0; t < T; ++t)
+    for (int i = 0; i < C; ++i) {
+      kc[t * C + i] = qkv[(std::size_t(t) * 3 + 1) * C + i];
+      vc[t * C + i] = qkv[(std::size_t(t) * 3 + 2) * C + i];
+    }
+  for (int pos : {0, 1, 63, 64, 255, 256, 299}) {
+    std::vector<float> out(C, 5.0f), want(y_ref.begin() + pos * C, y_ref.begin() + (pos + 1) * C);
+    attention_decode(out.data(), qkv.data() + std::size_t(pos) * 3 * C, kc.data(), vc.data(), pos, C, H);
+    EXPECT_LT(norm_err(out, want), kFastVsRef) << "pos " << pos;
   }
 }
 

@@ -1,13 +1,25 @@
-// Causal multi-head self-attention on a packed qkv (B, T, 3C). For each sequence b and head h
-// (Q, K, V are T x hs slices of qkv with row stride 3C; P is the T x T probability matrix):
-//   S = Q K^T / sqrt(hs) (row t keeps keys s <= t),  P = softmax_rows(S),  O = P V
-// backward:  dP = dO V^T,  dV = P^T dO,  dS = P * (dP - rowsum(P * dP)) / sqrt(hs),
-//            dQ = dS K,  dK = dS^T Q.
-// Causal tiling: rows are taken in tiles of kTile; a tile of rows [t0, t1) needs keys [0, t1) only, so
-// every product runs on the lower-left part of the matrix (about 5/8 of the dense work at T = 256).
-// Each (b, h) pair is independent; pairs are spread over the kernel threads, each running its
-// products on its own thread (gemm with serial set). Bytes: qkv read once forward and twice backward; P (B H
-// T T floats) written forward, read backward.
+// Causal multi-head self-attention on a packed qkv (B, T, 3C), tiled so that nothing of size T x T is
+// ever stored. For a sequence b and head h (Q, K, V are T x hs slices of qkv with row stride 3C):
+//   S = Q K^T / sqrt(hs) (row t keeps keys s <= t),  P = softmax_rows(S),  O = P V,
+//   lse_t = log sum_{s<=t} exp(S[t,s])  (the row statistic kept for backward: B H T floats)
+// backward, with P recomputed as exp(S - lse) and D_t = dO_t . O_t (= sum_s P[t,s] dP[t,s]):
+//   dP = dO V^T,  dV = P^T dO,  dS = P * (dP - D) / sqrt(hs),  dQ = dS K,  dK = dS^T Q.
+//
+// How it is tiled (the flash-attention scheme, with blocks sized for a CPU's caches):
+//   - queries in tiles of kQueryTile rows; keys in blocks of kKeyBlock columns; a tile of rows
+//     [t0, t1) meets only the key blocks that start before t1 (causal blocks above the diagonal are
+//     skipped), and only the diagonal block is masked;
+//   - forward: an online softmax over the key blocks: each row keeps its running maximum m and sum l;
+//     a new block's scores S_blk raise m to m', the output row so far and l are rescaled by
+//     exp(m - m'), and O += exp(S_blk - m') V_blk; at the end O /= l and lse = m + log l. For T up to
+//     kKeyBlock there is one block and no rescaling;
+//   - backward: per tile and block, the scores are recomputed (one more product than a materialised
+//     backward) and turned into P with the saved lse, then the four products above. dK and dV of a
+//     block accumulate over the tiles below it.
+// Working memory is a tile x block of scores and one of dP per thread (2 x 64 x 256 floats), so
+// activation memory is linear in T. Each (b, h) pair is independent and computed serially by one
+// thread (products through the gemm with serial set): results do not depend on the thread count.
+// Bytes: qkv read once forward; backward reads qkv, O and dO once per key block and writes dqkv.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -21,31 +33,304 @@
 namespace tz {
 namespace {
 
-constexpr int kTile = 64;
+constexpr int kQueryTile = 64;
+constexpr int kKeyBlock = 256;  // a multiple of kQueryTile: every row of a tile meets every block it reaches
+static_assert(kKeyBlock % kQueryTile == 0);
 
-// Softmax of a[0..n) in place (n >= 1).
-TZ_AVX2 void softmax_row_avx2(float* a, int n) {
+// ---- row passes, AVX2 + FMA and portable ----
+
+TZ_AVX2 float row_max_avx2(const float* a, int n) {
   __m256 vmax = _mm256_set1_ps(-INFINITY);
   int j = 0;
   for (; j + 8 <= n; j += 8) vmax = _mm256_max_ps(vmax, _mm256_loadu_ps(a + j));
   float mx = simd::hmax256(vmax);
   for (; j < n; ++j) mx = std::max(mx, a[j]);
-  const __m256 vm = _mm256_set1_ps(mx);
+  return mx;
+}
+
+float row_max_portable(const float* a, int n) {
+  float mx = -INFINITY;
+  for (int j = 0; j < n; ++j) mx = std::max(mx, a[j]);
+  return mx;
+}
+
+// a[j] = exp(a[j] - shift) for j < n; returns their sum.
+TZ_AVX2 float exp_shift_sum_avx2(float* a, int n, float shift) {
+  const __m256 vs = _mm256_set1_ps(shift);
   __m256 acc = _mm256_setzero_ps();
-  for (j = 0; j + 8 <= n; j += 8) {
-    __m256 e = simd::exp256(_mm256_sub_ps(_mm256_loadu_ps(a + j), vm));
+  int j = 0;
+  for (; j + 8 <= n; j += 8) {
+    const __m256 e = simd::exp256(_mm256_sub_ps(_mm256_loadu_ps(a + j), vs));
     _mm256_storeu_ps(a + j, e);
     acc = _mm256_add_ps(acc, e);
   }
   float sum = simd::hsum256(acc);
   for (; j < n; ++j) {
-    a[j] = std::exp(a[j] - mx);
+    a[j] = std::exp(a[j] - shift);
     sum += a[j];
   }
-  const __m256 inv = _mm256_set1_ps(1.0f / sum);
-  for (j = 0; j + 8 <= n; j += 8) _mm256_storeu_ps(a + j, _mm256_mul_ps(_mm256_loadu_ps(a + j), inv));
-  for (; j < n; ++j) a[j] *= 1.0f / sum;
+  return sum;
 }
+
+float exp_shift_sum_portable(float* a, int n, float shift) {
+  float sum = 0;
+  for (int j = 0; j < n; ++j) {
+    a[j] = std::exp(a[j] - shift);
+    sum += a[j];
+  }
+  return sum;
+}
+
+// dp[j] = p[j] (dp[j] - d) scale: the softmax backward of one row, given d = sum_j p[j] dp[j].
+TZ_AVX2 void softmax_grad_avx2(float* dp, const float* p, int n, float d, float scale) {
+  const __m256 vd = _mm256_set1_ps(d), vscale = _mm256_set1_ps(scale);
+  int j = 0;
+  for (; j + 8 <= n; j += 8) {
+    const __m256 diff = _mm256_sub_ps(_mm256_loadu_ps(dp + j), vd);
+    _mm256_storeu_ps(dp + j, _mm256_mul_ps(_mm256_mul_ps(_mm256_loadu_ps(p + j), diff), vscale));
+  }
+  for (; j < n; ++j) dp[j] = p[j] * (dp[j] - d) * scale;
+}
+
+void softmax_grad_portable(float* dp, const float* p, int n, float d, float scale) {
+  for (int j = 0; j < n; ++j) dp[j] = p[j] * (dp[j] - d) * scale;
+}
+
+TZ_AVX2 float dot_avx2(const float* a, const float* b, int n) {
+  __m256 acc = _mm256_setzero_ps();
+  int j = 0;
+  for (; j + 8 <= n; j += 8) acc = _mm256_fmadd_ps(_mm256_loadu_ps(a + j), _mm256_loadu_ps(b + j), acc);
+  float s = simd::hsum256(acc);
+  for (; j < n; ++j) s += a[j] * b[j];
+  return s;
+}
+
+float dot_portable(const float* a, const float* b, int n) {
+  float s = 0;
+  for (int j = 0; j < n; ++j) s += a[j] * b[j];
+  return s;
+}
+
+struct RowOps {
+  float (*max)(const float*, int);
+  float (*exp_shift_sum)(float*, int, float);
+  void (*softmax_grad)(float*, const float*, int, float, float);
+  float (*dot)(const float*, const float*, int);
+};
+
+RowOps row_ops() {
+  if (simd::have_avx2_fma()) return {row_max_avx2, exp_shift_sum_avx2, softmax_grad_avx2, dot_avx2};
+  return {row_max_portable, exp_shift_sum_portable, softmax_grad_portable, dot_portable};
+}
+
+// One head's operands: rows of q, k, v (and their gradients) with their strides.
+struct HeadRows {
+  const float* q;
+  int ldq;
+  const float* k;
+  const float* v;
+  int ldkv;
+};
+
+// The keys row i of a tile may see: [0, first + i] (a prefix of the sequence).
+int visible_in_block(int first, int i, int s0, int n) {
+  return std::clamp(first + i + 1 - s0, 0, n);
+}
+
+// Forward for m query rows whose positions are first .. first+m-1, against keys 0 .. first+m-1:
+// o (m x hs, stride ldo) and lse (m) written. s: m x kKeyBlock scratch; mx, l: m floats each.
+void attend_rows(const HeadRows& h, int m, int first, int hs, float scale, float* o, int ldo, float* lse,
+                 float* s, float* mx, float* l, const RowOps& ops) {
+  const int keys = first + m;
+  for (int s0 = 0; s0 < keys; s0 += kKeyBlock) {
+    const int n = std::min(kKeyBlock, keys - s0);
+    const bool first_block = s0 == 0;
+    gemm({.trans_b = true,
+          .M = m,
+          .N = n,
+          .K = hs,
+          .alpha = scale,
+          .A = h.q,
+          .lda = h.ldq,
+          .B = h.k + static_cast<std::size_t>(s0) * h.ldkv,
+          .ldb = h.ldkv,
+          .C = s,
+          .ldc = kKeyBlock,
+          .serial = true});
+    for (int i = 0; i < m; ++i) {
+      float* row = s + static_cast<std::size_t>(i) * kKeyBlock;
+      const int vis = visible_in_block(first, i, s0, n);
+      if (vis == 0) {  // a row before this block's first key (not reached with aligned tiles)
+        std::fill(row, row + n, 0.0f);
+        continue;
+      }
+      const float block_max = ops.max(row, vis);
+      const float m_new = first_block ? block_max : std::max(mx[i], block_max);
+      const float sum = ops.exp_shift_sum(row, vis, m_new);
+      std::fill(row + vis, row + n, 0.0f);
+      if (first_block) {
+        l[i] = sum;
+      } else {
+        const float alpha = std::exp(mx[i] - m_new);
+        l[i] = l[i] * alpha + sum;
+        float* orow = o + static_cast<std::size_t>(i) * ldo;
+        for (int j = 0; j < hs; ++j) orow[j] *= alpha;
+      }
+      mx[i] = m_new;
+    }
+    gemm({.M = m,
+          .N = hs,
+          .K = n,
+          .A = s,
+          .lda = kKeyBlock,
+          .B = h.v + static_cast<std::size_t>(s0) * h.ldkv,
+          .ldb = h.ldkv,
+          .beta = first_block ? 0.0f : 1.0f,
+          .C = o,
+          .ldc = ldo,
+          .serial = true});
+  }
+  for (int i = 0; i < m; ++i) {
+    const float inv = 1.0f / l[i];
+    float* orow = o + static_cast<std::size_t>(i) * ldo;
+    for (int j = 0; j < hs; ++j) orow[j] *= inv;
+    lse[i] = mx[i] + std::log(l[i]);
+  }
+}
+
+// Per-thread working memory of the tiled kernels, kept across calls.
+struct TileScratch {
+  std::vector<float> s, dp, row_a, row_b;
+  void reserve(int T) {
+    s.resize(static_cast<std::size_t>(kQueryTile) * kKeyBlock);
+    dp.resize(static_cast<std::size_t>(kQueryTile) * kKeyBlock);
+    row_a.resize(std::max(kQueryTile, T));
+    row_b.resize(kQueryTile);
+  }
+};
+
+TileScratch& tile_scratch(int T) {
+  thread_local TileScratch scratch;
+  scratch.reserve(T);
+  return scratch;
+}
+
+void head_forward(float* out, float* lse, const float* qkv, int b, int h, int T, int C, int H,
+                  const RowOps& ops) {
+  const int hs = C / H, ld = 3 * C;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
+  const float* q = qkv + static_cast<std::size_t>(b) * T * ld + h * hs;
+  float* o = out + static_cast<std::size_t>(b) * T * C + h * hs;
+  float* row_lse = lse + (static_cast<std::size_t>(b) * H + h) * T;
+  TileScratch& w = tile_scratch(T);
+  for (int t0 = 0; t0 < T; t0 += kQueryTile) {
+    const int m = std::min(kQueryTile, T - t0);
+    const HeadRows rows{q + static_cast<std::size_t>(t0) * ld, ld, q + C, q + 2 * C, ld};
+    attend_rows(rows, m, t0, hs, scale, o + static_cast<std::size_t>(t0) * C, C, row_lse + t0, w.s.data(),
+                w.row_a.data(), w.row_b.data(), ops);
+  }
+}
+
+void head_backward(float* dqkv, const float* dout, const float* qkv, const float* out, const float* lse,
+                   int b, int h, int T, int C, int H, const RowOps& ops) {
+  const int hs = C / H, ld = 3 * C;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
+  const std::size_t base = static_cast<std::size_t>(b) * T * ld + h * hs;
+  const float *q = qkv + base, *k = q + C, *v = q + 2 * C;
+  float *dq = dqkv + base, *dk = dq + C, *dv = dq + 2 * C;
+  const std::size_t obase = static_cast<std::size_t>(b) * T * C + h * hs;
+  const float* dO = dout + obase;
+  const float* o = out + obase;
+  const float* row_lse = lse + (static_cast<std::size_t>(b) * H + h) * T;
+  TileScratch& w = tile_scratch(T);
+  float* d = w.row_a.data();  // D_t = dO_t . O_t for every t
+  for (int t = 0; t < T; ++t) {
+    const std::size_t r = static_cast<std::size_t>(t) * C;
+    d[t] = ops.dot(dO + r, o + r, hs);
+    std::memset(dk + static_cast<std::size_t>(t) * ld, 0, sizeof(float) * hs);
+    std::memset(dv + static_cast<std::size_t>(t) * ld, 0, sizeof(float) * hs);
+  }
+  float *p = w.s.data(), *dp = w.dp.data();
+  for (int t0 = 0; t0 < T; t0 += kQueryTile) {
+    const int m = std::min(kQueryTile, T - t0), t1 = t0 + m;
+    const float* qt = q + static_cast<std::size_t>(t0) * ld;
+    const float* dOt = dO + static_cast<std::size_t>(t0) * C;
+    for (int s0 = 0; s0 < t1; s0 += kKeyBlock) {
+      const int n = std::min(kKeyBlock, t1 - s0);
+      const float* kb = k + static_cast<std::size_t>(s0) * ld;
+      const float* vb = v + static_cast<std::size_t>(s0) * ld;
+      gemm({.trans_b = true,
+            .M = m,
+            .N = n,
+            .K = hs,
+            .alpha = scale,
+            .A = qt,
+            .lda = ld,
+            .B = kb,
+            .ldb = ld,
+            .C = p,
+            .ldc = kKeyBlock,
+            .serial = true});
+      gemm({.trans_b = true,
+            .M = m,
+            .N = n,
+            .K = hs,
+            .A = dOt,
+            .lda = C,
+            .B = vb,
+            .ldb = ld,
+            .C = dp,
+            .ldc = kKeyBlock,
+            .serial = true});
+      for (int i = 0; i < m; ++i) {
+        float* prow = p + static_cast<std::size_t>(i) * kKeyBlock;
+        float* dprow = dp + static_cast<std::size_t>(i) * kKeyBlock;
+        const int vis = visible_in_block(t0, i, s0, n);
+        ops.exp_shift_sum(prow, vis, row_lse[t0 + i]);
+        ops.softmax_grad(dprow, prow, vis, d[t0 + i], scale);
+        std::fill(prow + vis, prow + n, 0.0f);
+        std::fill(dprow + vis, dprow + n, 0.0f);
+      }
+      gemm({.trans_a = true,
+            .M = n,
+            .N = hs,
+            .K = m,
+            .A = p,
+            .lda = kKeyBlock,
+            .B = dOt,
+            .ldb = C,
+            .beta = 1.0f,
+            .C = dv + static_cast<std::size_t>(s0) * ld,
+            .ldc = ld,
+            .serial = true});
+      gemm({.M = m,
+            .N = hs,
+            .K = n,
+            .A = dp,
+            .lda = kKeyBlock,
+            .B = kb,
+            .ldb = ld,
+            .beta = s0 == 0 ? 0.0f : 1.0f,
+            .C = dq + static_cast<std::size_t>(t0) * ld,
+            .ldc = ld,
+            .serial = true});
+      gemm({.trans_a = true,
+            .M = n,
+            .N = hs,
+            .K = m,
+            .A = dp,
+            .lda = kKeyBlock,
+            .B = qt,
+            .ldb = ld,
+            .beta = 1.0f,
+            .C = dk + static_cast<std::size_t>(s0) * ld,
+            .ldc = ld,
+            .serial = true});
+    }
+  }
+}
+
+// ---- the materialised reference ----
 
 void softmax_row_ref(float* a, int n) {
   float mx = a[0];
@@ -58,160 +343,44 @@ void softmax_row_ref(float* a, int n) {
   for (int j = 0; j < n; ++j) a[j] *= 1.0f / sum;
 }
 
-// dS = P * (dP - sum(P * dP)) * scale over a[0..n), written into dp.
-TZ_AVX2 void softmax_backward_row_avx2(float* dp, const float* p, int n, float scale) {
-  __m256 acc = _mm256_setzero_ps();
-  int j = 0;
-  for (; j + 8 <= n; j += 8) acc = _mm256_fmadd_ps(_mm256_loadu_ps(p + j), _mm256_loadu_ps(dp + j), acc);
-  float s = simd::hsum256(acc);
-  for (; j < n; ++j) s += p[j] * dp[j];
-  const __m256 vs = _mm256_set1_ps(s), vscale = _mm256_set1_ps(scale);
-  for (j = 0; j + 8 <= n; j += 8) {
-    __m256 d = _mm256_sub_ps(_mm256_loadu_ps(dp + j), vs);
-    _mm256_storeu_ps(dp + j, _mm256_mul_ps(_mm256_mul_ps(_mm256_loadu_ps(p + j), d), vscale));
-  }
-  for (; j < n; ++j) dp[j] = p[j] * (dp[j] - s) * scale;
-}
-
 void softmax_backward_row_ref(float* dp, const float* p, int n, float scale) {
   float s = 0;
   for (int j = 0; j < n; ++j) s += p[j] * dp[j];
   for (int j = 0; j < n; ++j) dp[j] = p[j] * (dp[j] - s) * scale;
 }
 
-void head_forward(float* out, float* att, const float* qkv, int b, int h, int T, int C, int H) {
-  const int hs = C / H, ld = 3 * C;
-  const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
-  const float* q = qkv + static_cast<std::size_t>(b) * T * ld + h * hs;
-  const float* k = q + C;
-  const float* v = q + 2 * C;
-  float* a = att + (static_cast<std::size_t>(b) * H + h) * T * T;
-  float* o = out + static_cast<std::size_t>(b) * T * C + h * hs;
-  const bool fast = simd::have_avx2_fma();
-  for (int t0 = 0; t0 < T; t0 += kTile) {
-    const int t1 = std::min(T, t0 + kTile), m = t1 - t0;
-    float* at = a + static_cast<std::size_t>(t0) * T;
-    gemm({.trans_b = true,
-          .M = m,
-          .N = t1,
-          .K = hs,
-          .alpha = scale,
-          .A = q + static_cast<std::size_t>(t0) * ld,
-          .lda = ld,
-          .B = k,
-          .ldb = ld,
-          .C = at,
-          .ldc = T,
-          .serial = true});
-    for (int t = t0; t < t1; ++t) {
-      float* row = a + static_cast<std::size_t>(t) * T;
-      fast ? softmax_row_avx2(row, t + 1) : softmax_row_ref(row, t + 1);
-      std::fill(row + t + 1, row + t1, 0.0f);
-    }
-    gemm({.M = m,
-          .N = hs,
-          .K = t1,
-          .A = at,
-          .lda = T,
-          .B = v,
-          .ldb = ld,
-          .C = o + static_cast<std::size_t>(t0) * C,
-          .ldc = C,
-          .serial = true});
-  }
-}
-
-void head_backward(float* dqkv, const float* dout, const float* qkv, const float* att, float* dp, int b,
-                   int h, int T, int C, int H) {
-  const int hs = C / H, ld = 3 * C;
-  const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
-  const std::size_t base = static_cast<std::size_t>(b) * T * ld + h * hs;
-  const float *q = qkv + base, *k = q + C, *v = q + 2 * C;
-  float *dq = dqkv + base, *dk = dq + C, *dv = dq + 2 * C;
-  const float* a = att + (static_cast<std::size_t>(b) * H + h) * T * T;
-  const float* dO = dout + static_cast<std::size_t>(b) * T * C + h * hs;
-  for (int t = 0; t < T; ++t) {
-    std::memset(dk + static_cast<std::size_t>(t) * ld, 0, sizeof(float) * hs);
-    std::memset(dv + static_cast<std::size_t>(t) * ld, 0, sizeof(float) * hs);
-  }
-  const bool fast = simd::have_avx2_fma();
-  for (int t0 = 0; t0 < T; t0 += kTile) {
-    const int t1 = std::min(T, t0 + kTile), m = t1 - t0;
-    const float* at = a + static_cast<std::size_t>(t0) * T;
-    const float* dOt = dO + static_cast<std::size_t>(t0) * C;
-    gemm({.trans_b = true,
-          .M = m,
-          .N = t1,
-          .K = hs,
-          .A = dOt,
-          .lda = C,
-          .B = v,
-          .ldb = ld,
-          .C = dp,
-          .ldc = T,
-          .serial = true});
-    gemm({.trans_a = true,
-          .M = t1,
-          .N = hs,
-          .K = m,
-          .A = at,
-          .lda = T,
-          .B = dOt,
-          .ldb = C,
-          .beta = 1.0f,
-          .C = dv,
-          .ldc = ld,
-          .serial = true});
-    for (int t = t0; t < t1; ++t) {
-      float* row = dp + static_cast<std::size_t>(t - t0) * T;
-      const float* prow = a + static_cast<std::size_t>(t) * T;
-      fast ? softmax_backward_row_avx2(row, prow, t + 1, scale)
-           : softmax_backward_row_ref(row, prow, t + 1, scale);
-      std::fill(row + t + 1, row + t1, 0.0f);
-    }
-    gemm({.M = m,
-          .N = hs,
-          .K = t1,
-          .A = dp,
-          .lda = T,
-          .B = k,
-          .ldb = ld,
-          .C = dq + static_cast<std::size_t>(t0) * ld,
-          .ldc = ld,
-          .serial = true});
-    gemm({.trans_a = true,
-          .M = t1,
-          .N = hs,
-          .K = m,
-          .A = dp,
-          .lda = T,
-          .B = q + static_cast<std::size_t>(t0) * ld,
-          .ldb = ld,
-          .beta = 1.0f,
-          .C = dk,
-          .ldc = ld,
-          .serial = true});
-  }
-}
-
 }  // namespace
 
-void attention_forward(float* out, float* att, const float* qkv, int B, int T, int C, int H) {
+void attention_forward(float* out, float* lse, const float* qkv, int B, int T, int C, int H) {
+  const RowOps ops = row_ops();
   parallel_for(static_cast<std::size_t>(B) * H, 1, [&](std::size_t p0, std::size_t p1) {
     for (std::size_t p = p0; p < p1; ++p)
-      head_forward(out, att, qkv, static_cast<int>(p / H), static_cast<int>(p % H), T, C, H);
+      head_forward(out, lse, qkv, static_cast<int>(p / H), static_cast<int>(p % H), T, C, H, ops);
   });
 }
 
-void attention_backward(float* dqkv, const float* dout, const float* qkv, const float* att, int B, int T,
-                        int C, int H) {
+void attention_backward(float* dqkv, const float* dout, const float* qkv, const float* out, const float* lse,
+                        int B, int T, int C, int H) {
+  const RowOps ops = row_ops();
   parallel_for(static_cast<std::size_t>(B) * H, 1, [&](std::size_t p0, std::size_t p1) {
-    thread_local std::vector<float> dp;  // this worker's kTile x T scratch, kept across calls
-    if (dp.size() < static_cast<std::size_t>(kTile) * T) dp.resize(static_cast<std::size_t>(kTile) * T);
     for (std::size_t p = p0; p < p1; ++p)
-      head_backward(dqkv, dout, qkv, att, dp.data(), static_cast<int>(p / H), static_cast<int>(p % H), T, C,
-                    H);
+      head_backward(dqkv, dout, qkv, out, lse, static_cast<int>(p / H), static_cast<int>(p % H), T, C, H,
+                    ops);
   });
+}
+
+void attention_decode(float* out, const float* q, const float* k_cache, const float* v_cache, int pos, int C,
+                      int H) {
+  const int hs = C / H;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
+  const RowOps ops = row_ops();
+  TileScratch& w = tile_scratch(1);
+  for (int h = 0; h < H; ++h) {
+    const HeadRows rows{q + h * hs, C, k_cache + h * hs, v_cache + h * hs, C};
+    float lse = 0;
+    attend_rows(rows, 1, pos, hs, scale, out + h * hs, C, &lse, w.s.data(), w.row_a.data(), w.row_b.data(),
+                ops);
+  }
 }
 
 void attention_forward_ref(float* out, float* att, const float* qkv, int B, int T, int C, int H) {

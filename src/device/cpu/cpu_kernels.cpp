@@ -135,13 +135,13 @@ void CpuKernels::matmul_backward(float* dinp, float* dweight, float* dbias, cons
   tz::matmul_backward(dinp, dweight, dbias, dout, inp, weight, N, C, OC);
 }
 
-void CpuKernels::attention_forward(float* out, float* att, const float* qkv, int B, int T, int C, int H) {
-  tz::attention_forward(out, att, qkv, B, T, C, H);
+void CpuKernels::attention_forward(float* out, float* lse, const float* qkv, int B, int T, int C, int H) {
+  tz::attention_forward(out, lse, qkv, B, T, C, H);
 }
 
-void CpuKernels::attention_backward(float* dqkv, const float* dout, const float* qkv, const float* att, int B,
-                                    int T, int C, int H) {
-  tz::attention_backward(dqkv, dout, qkv, att, B, T, C, H);
+void CpuKernels::attention_backward(float* dqkv, const float* dout, const float* qkv, const float* out,
+                                    const float* lse, int B, int T, int C, int H) {
+  tz::attention_backward(dqkv, dout, qkv, out, lse, B, T, C, H);
 }
 
 void CpuKernels::gelu_forward(float* out, const float* inp, long n) {

@@ -59,18 +59,26 @@ void matmul_backward_ref(float* dinp, float* dweight, float* dbias, const float*
 
 // ---- causal multi-head self-attention (attention.cpp) ----
 // qkv rows hold [q | k | v], each C wide, head h at columns h*hs .. h*hs+hs-1 of its part.
-// att[b,h,t,:] = softmax over s <= t of q_t . k_s / sqrt(hs) (entries s > t are unspecified);
-// out[b,t,h*hs:] = sum_s att[b,h,t,s] v_s.
+// P[b,h,t,:] = softmax over s <= t of q_t . k_s / sqrt(hs); out[b,t,h*hs:] = sum_s P[b,h,t,s] v_s.
+// The fast path is tiled (online softmax over key blocks) and never stores P: it keeps the row
+// statistic lse[b,h,t] = log sum_{s<=t} exp(q_t . k_s / sqrt(hs)), from which backward recomputes P.
 void attention_forward(float* out,        // (B, T, C)
-                       float* att,        // (B, H, T, T) softmax probabilities, kept for backward
+                       float* lse,        // (B, H, T) row log-sum-exp, kept for backward
                        const float* qkv,  // (B, T, 3C)
                        int B, int T, int C, int H);
-// dqkv overwritten.
+// dqkv overwritten; out and lse are attention_forward's.
 void attention_backward(float* dqkv,        // (B, T, 3C)
                         const float* dout,  // (B, T, C)
                         const float* qkv,   // (B, T, 3C)
-                        const float* att,   // (B, H, T, T)
+                        const float* out,   // (B, T, C)
+                        const float* lse,   // (B, H, T)
                         int B, int T, int C, int H);
+// One query at position pos against a KV cache (the decode step of sampling), on the same tiled
+// kernel: out (C) = attention of q (C) over keys and values 0..pos, rows of C floats in k_cache and
+// v_cache (head h at columns h*hs..).
+void attention_decode(float* out, const float* q, const float* k_cache, const float* v_cache, int pos, int C,
+                      int H);
+// The materialised references: att (B, H, T, T) holds P (entries s > t are 0).
 void attention_forward_ref(float* out, float* att, const float* qkv, int B, int T, int C, int H);
 void attention_backward_ref(float* dqkv, const float* dout, const float* qkv, const float* att, int B, int T,
                             int C, int H);

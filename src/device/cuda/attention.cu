@@ -1,20 +1,25 @@
 // Causal multi-head self-attention on a packed qkv (B, T, 3C) on the GPU (device/cpu/attention.cpp).
 // For a sequence b and head h (hs = C/H; q_t, k_s, v_s are rows of hs floats with row stride 3C):
-//   P[t,s] = softmax over s <= t of q_t . k_s / sqrt(hs),  o_t = sum_{s<=t} P[t,s] v_s
-// backward:  dP[t,s] = dO_t . v_s,  dS[t,s] = P[t,s] (dP[t,s] - sum_s' P[t,s'] dP[t,s']) / sqrt(hs),
-//            dq_t = sum_{s<=t} dS[t,s] k_s,  dk_s = sum_{t>=s} dS[t,s] q_t,  dv_s = sum_{t>=s} P[t,s] dO_t.
-// The products are cuBLAS fp32 strided-batched SGEMMs (default math: no TF32) over the B*H heads, on
-// head-major copies of q, k, v (and dO) made by a permute kernel in stream-ordered scratch:
-//   forward:  att = Q K^T / sqrt(hs) (all T x T, straight into att), a causal softmax kernel in place
-//             (a warp per row: max and sum by warp shuffles, 0 written for s > t), O = P V, unpermuted
-//             into out (B, T, C).
-//   backward: dP = dO V^T; a softmax-backward kernel (a warp per row) writes dS (0 for s > t) over dP
-//             and a copy of P with 0 for s > t (att's entries s > t are unspecified by the contract);
-//             dV = P^T dO, dQ = dS K, dK = dS^T Q, unpermuted into dqkv.
+//   P[t,s] = softmax over s <= t of q_t . k_s / sqrt(hs),  o_t = sum_{s<=t} P[t,s] v_s,
+//   lse_t = log sum_{s<=t} exp(q_t . k_s / sqrt(hs))  (kept for backward: B H T floats, no T x T)
+// backward, with P recomputed as exp(S - lse) and D_t = dO_t . o_t:
+//   dP[t,s] = dO_t . v_s,  dS[t,s] = P[t,s] (dP[t,s] - D_t) / sqrt(hs),
+//   dq_t = sum_{s<=t} dS[t,s] k_s,  dk_s = sum_{t>=s} dS[t,s] q_t,  dv_s = sum_{t>=s} P[t,s] dO_t.
+// Tiled by query rows: the B*H heads are processed together, kRowTile query rows [t0, t1) at a time
+// (fewer when B H T is large, so the scratch stays under kScratchFloats), against keys [0, t1) only:
+// causal blocks above the diagonal are never computed, and the scores of one tile (B H x rows x t1)
+// are the only T-long scratch, so memory is linear in T. The products are cuBLAS fp32 strided-batched
+// SGEMMs (default math: no TF32) over the heads, on head-major copies of q, k, v (and dO) made by a
+// permute kernel in stream-ordered scratch:
+//   forward:  S = Q_tile K^T / sqrt(hs); a causal softmax kernel (a warp per row: max and sum by warp
+//             shuffles) turns S into P in place and writes lse; O_tile = P V; O unpermuted into out.
+//   backward: per tile, S recomputed; a kernel writes P = exp(S - lse) (0 for s > t); dP = dO_tile V^T;
+//             a kernel writes dS over dP; dV += P^T dO_tile, dQ_tile = dS K, dK += dS^T Q_tile;
+//             dq, dk, dv unpermuted into dqkv. D comes from out and dout by a warp-per-row kernel.
 // No atomics; cuBLAS's fp32 products and the warp-shuffle reductions run in a fixed order, so every
 // result is the same run to run.
-// Against the cpu backend (which tiles the products through its gemm and uses a polynomial exp): the
-// sums run in another order and exp is CUDA's expf, so results agree within |diff| <= 1e-5 (1 + |ref|)
+// Against the cpu backend (which tiles its products differently and uses a polynomial exp): the sums
+// run in another order and exp is CUDA's expf, so results agree within |diff| <= 1e-5 (1 + |ref|)
 // for inputs of order 1 and T up to 1024 (the error grows like the sum's length, sqrt(T) typically).
 #include <cublas_v2.h>
 
@@ -32,6 +37,8 @@ namespace {
 constexpr int kPermuteThreads = 256;
 constexpr int kRowThreads = 256;  // a warp per row
 constexpr int kRowsPerBlock = kRowThreads / 32;
+constexpr int kRowTile = 256;                      // query rows per tile
+constexpr std::size_t kScratchFloats = 64u << 20;  // a tile's scores at most (256 MiB), when rows allow
 
 unsigned blocks_for(std::size_t n, int threads) {
   const std::size_t blocks = (n + threads - 1) / threads;
@@ -72,13 +79,14 @@ __device__ float warp_sum(float v) {
   return v;
 }
 
-// A warp per row of att (rows = B*H*T, row = (b*H + h)*T + t): the scaled scores of s <= t become
-// their softmax in place; entries s > t are written 0.
-__global__ void causal_softmax_kernel(float* att, int T, std::size_t rows) {
+// A warp per row of a tile's scores S (rows = B*H*m, row r = bh*m + i, query t = t0 + i, n keys
+// [0, n) with row stride n): S becomes P in place (0 for s > t); lse[bh*T + t] written.
+__global__ void causal_softmax_kernel(float* att, float* lse, int T, int t0, int m, int n, std::size_t rows) {
   const std::size_t row = static_cast<std::size_t>(blockIdx.x) * kRowsPerBlock + threadIdx.x / 32;
   if (row >= rows) return;  // the whole warp
-  const int lane = threadIdx.x % 32, t = static_cast<int>(row % T);
-  float* a = att + row * T;
+  const int lane = threadIdx.x % 32, i = static_cast<int>(row % m), t = t0 + i;
+  const std::size_t bh = row / m;
+  float* a = att + row * n;
   float mx = -INFINITY;
   for (int s = lane; s <= t; s += 32) mx = fmaxf(mx, a[s]);
   mx = warp_max(mx);
@@ -88,37 +96,53 @@ __global__ void causal_softmax_kernel(float* att, int T, std::size_t rows) {
     a[s] = e;
     sum += e;
   }
-  const float inv = 1.0f / warp_sum(sum);
-  for (int s = lane; s < T; s += 32) a[s] = s <= t ? a[s] * inv : 0.0f;
+  sum = warp_sum(sum);
+  const float inv = 1.0f / sum;
+  for (int s = lane; s < n; s += 32) a[s] = s <= t ? a[s] * inv : 0.0f;
+  if (lane == 0) lse[bh * T + t] = mx + logf(sum);
 }
 
-// A warp per row: ds holds dP on entry and dS = P (dP - sum_s P dP) * scale on return (0 for s > t);
-// pm gets P with 0 for s > t.
-__global__ void softmax_backward_kernel(float* ds, float* pm, const float* att, int T, std::size_t rows,
-                                        float scale) {
+// A warp per row, as above: p holds S on entry and P = exp(S - lse) on return; ds holds dP on entry and
+// dS = P (dP - D) * scale on return; both 0 for s > t.
+__global__ void softmax_backward_kernel(float* ds, float* p, const float* lse, const float* dsum, int T,
+                                        int t0, int m, int n, std::size_t rows, float scale) {
   const std::size_t row = static_cast<std::size_t>(blockIdx.x) * kRowsPerBlock + threadIdx.x / 32;
   if (row >= rows) return;
-  const int lane = threadIdx.x % 32, t = static_cast<int>(row % T);
-  const float* p = att + row * T;
-  float* d = ds + row * T;
-  float* m = pm + row * T;
-  float pdp = 0.0f;
-  for (int s = lane; s <= t; s += 32) pdp += p[s] * d[s];
-  const float total = warp_sum(pdp);
-  for (int s = lane; s < T; s += 32) {
+  const int lane = threadIdx.x % 32, i = static_cast<int>(row % m), t = t0 + i;
+  const std::size_t stat = (row / m) * T + t;
+  const float l = lse[stat], dt = dsum[stat];
+  float* pr = p + row * n;
+  float* d = ds + row * n;
+  for (int s = lane; s < n; s += 32) {
     const bool in = s <= t;
-    const float ps = in ? p[s] : 0.0f;
-    d[s] = in ? ps * (d[s] - total) * scale : 0.0f;
-    m[s] = ps;
+    const float ps = in ? expf(pr[s] - l) : 0.0f;
+    d[s] = in ? ps * (d[s] - dt) * scale : 0.0f;
+    pr[s] = ps;
   }
 }
 
-// Row-major per head: C_i = alpha op(A_i) op(B_i) as cuBLAS's column-major C_i^T = op(B_i)^T op(A_i)^T.
-// Here every operand is passed directly in cuBLAS's terms: C (m x n, ldc) = alpha op(A) op(B).
+// A warp per (b, t, h): dsum[(b*H + h)*T + t] = dO_t . o_t over the head's hs columns (rows of C).
+__global__ void row_dot_kernel(float* dsum, const float* dout, const float* out, int B, int T, int H,
+                               int hs) {
+  const std::size_t rows = static_cast<std::size_t>(B) * T * H;
+  const std::size_t row = static_cast<std::size_t>(blockIdx.x) * kRowsPerBlock + threadIdx.x / 32;
+  if (row >= rows) return;
+  const int lane = threadIdx.x % 32;
+  const std::size_t h = row % H, bt = row / H, t = bt % T, b = bt / T;
+  const float* x = dout + row * hs;  // (b*T + t)*C + h*hs = row*hs
+  const float* y = out + row * hs;
+  float acc = 0.0f;
+  for (int j = lane; j < hs; j += 32) acc += x[j] * y[j];
+  acc = warp_sum(acc);
+  if (lane == 0) dsum[(b * H + h) * T + t] = acc;
+}
+
+// Row-major per head: C_i = alpha op(A_i) op(B_i) + beta C_i as cuBLAS's column-major C_i^T = op(B_i)^T
+// op(A_i)^T. Here every operand is passed directly in cuBLAS's terms: C (m x n, ldc) = alpha op(A) op(B).
 void batched_gemm(cublasHandle_t handle, cublasOperation_t op_a, cublasOperation_t op_b, int m, int n, int k,
                   float alpha, const float* A, int lda, long long stride_a, const float* B, int ldb,
-                  long long stride_b, float* C, int ldc, long long stride_c, int batch, const char* what) {
-  const float beta = 0.0f;
+                  long long stride_b, float beta, float* C, int ldc, long long stride_c, int batch,
+                  const char* what) {
   check_cublas(cublasSgemmStridedBatched(handle, op_a, op_b, m, n, k, &alpha, A, lda, stride_a, B, ldb,
                                          stride_b, &beta, C, ldc, stride_c, batch),
                what);
@@ -140,64 +164,89 @@ class Scratch {
   cudaStream_t s_;
 };
 
+// Query rows per tile: kRowTile, fewer when the heads' scores would pass kScratchFloats (at least 32).
+int row_tile(int BH, int T) {
+  const std::size_t per_row = static_cast<std::size_t>(BH) * T;
+  const std::size_t fit = std::max<std::size_t>(32, kScratchFloats / std::max<std::size_t>(per_row, 1));
+  return static_cast<int>(
+      std::min<std::size_t>({static_cast<std::size_t>(kRowTile), fit, static_cast<std::size_t>(T)}));
+}
+
 }  // namespace
 
-void attention_forward(cudaStream_t s, float* out, float* att, const float* qkv, int B, int T, int C, int H) {
-  const std::size_t rows = static_cast<std::size_t>(B) * H * T;
-  if (rows == 0 || C <= 0) return;
-  const int hs = C / H, BH = B * H, ld = std::max(1, hs);
+void attention_forward(cudaStream_t s, float* out, float* lse, const float* qkv, int B, int T, int C, int H) {
+  if (static_cast<std::size_t>(B) * H * T == 0 || C <= 0) return;
+  const int hs = C / H, BH = B * H, ld = std::max(1, hs), R = row_tile(BH, T);
   const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
   const std::size_t NC = static_cast<std::size_t>(B) * T * C;
-  const long long head = static_cast<long long>(T) * hs, square = static_cast<long long>(T) * T;
-  Scratch scratch(4 * NC, s, "attention_forward: scratch");  // q, k, v (B, H, T, hs) each; o
-  float *q = scratch.get(), *k = q + NC, *v = k + NC, *o = v + NC;
+  const long long head = static_cast<long long>(T) * hs;
+  // q, k, v (B, H, T, hs) each; o; one tile's scores (B H, R, T) at most.
+  Scratch scratch(4 * NC + static_cast<std::size_t>(BH) * R * T, s, "attention_forward: scratch");
+  float *q = scratch.get(), *k = q + NC, *v = k + NC, *o = v + NC, *att = o + NC;
   permute_kernel<<<blocks_for(3 * NC, kPermuteThreads), kPermuteThreads, 0, s>>>(q, qkv, B, T, 3, H, hs);
   check(cudaGetLastError(), "attention_forward: permute");
   CublasStreamGuard guard(s);
-  // att^T (column-major, s x t) = K Q^T * scale: att[t, s] = q_t . k_s * scale.
-  batched_gemm(guard.handle(), CUBLAS_OP_T, CUBLAS_OP_N, T, T, hs, scale, k, ld, head, q, ld, head, att, T,
-               square, BH, "attention_forward: scores");
-  causal_softmax_kernel<<<blocks_for(rows, kRowsPerBlock), kRowThreads, 0, s>>>(att, T, rows);
-  check(cudaGetLastError(), "attention_forward: softmax");
-  // O^T (hs x T) = V^T P^T: o_t = sum_s P[t, s] v_s (P[t, s] = 0 for s > t).
-  batched_gemm(guard.handle(), CUBLAS_OP_N, CUBLAS_OP_N, hs, T, T, 1.0f, v, ld, head, att, T, square, o, ld,
-               head, BH, "attention_forward: P V");
+  for (int t0 = 0; t0 < T; t0 += R) {
+    const int m = std::min(R, T - t0), n = t0 + m;  // rows [t0, t0+m) against keys [0, n)
+    const long long tile = static_cast<long long>(m) * n;
+    const std::size_t rows = static_cast<std::size_t>(BH) * m;
+    // S^T (column-major, n x m) = K Q_tile^T * scale: S[i, s] = q_{t0+i} . k_s * scale.
+    batched_gemm(guard.handle(), CUBLAS_OP_T, CUBLAS_OP_N, n, m, hs, scale, k, ld, head,
+                 q + static_cast<std::size_t>(t0) * hs, ld, head, 0.0f, att, n, tile, BH,
+                 "attention_forward: scores");
+    causal_softmax_kernel<<<blocks_for(rows, kRowsPerBlock), kRowThreads, 0, s>>>(att, lse, T, t0, m, n,
+                                                                                  rows);
+    check(cudaGetLastError(), "attention_forward: softmax");
+    // O_tile^T (hs x m) = V^T P^T: o_t = sum_s P[t, s] v_s (P[t, s] = 0 for s > t).
+    batched_gemm(guard.handle(), CUBLAS_OP_N, CUBLAS_OP_N, hs, m, n, 1.0f, v, ld, head, att, n, tile, 0.0f,
+                 o + static_cast<std::size_t>(t0) * hs, ld, head, BH, "attention_forward: P V");
+  }
   unpermute_kernel<<<blocks_for(NC, kPermuteThreads), kPermuteThreads, 0, s>>>(out, o, B, T, 1, H, hs);
   check(cudaGetLastError(), "attention_forward: unpermute");
 }
 
-void attention_backward(cudaStream_t s, float* dqkv, const float* dout, const float* qkv, const float* att,
-                        int B, int T, int C, int H) {
-  const std::size_t rows = static_cast<std::size_t>(B) * H * T;
-  if (rows == 0 || C <= 0) return;
-  const int hs = C / H, BH = B * H, ld = std::max(1, hs);
+void attention_backward(cudaStream_t s, float* dqkv, const float* dout, const float* qkv, const float* out,
+                        const float* lse, int B, int T, int C, int H) {
+  const std::size_t stats = static_cast<std::size_t>(B) * H * T;
+  if (stats == 0 || C <= 0) return;
+  const int hs = C / H, BH = B * H, ld = std::max(1, hs), R = row_tile(BH, T);
   const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
-  const std::size_t NC = static_cast<std::size_t>(B) * T * C, A = rows * T;
-  const long long head = static_cast<long long>(T) * hs, square = static_cast<long long>(T) * T;
-  // q, k, v, dO, dq, dk, dv (B, H, T, hs) each; dS and the masked P (B, H, T, T) each.
-  Scratch scratch(7 * NC + 2 * A, s, "attention_backward: scratch");
+  const std::size_t NC = static_cast<std::size_t>(B) * T * C, A = static_cast<std::size_t>(BH) * R * T;
+  const long long head = static_cast<long long>(T) * hs;
+  // q, k, v, dO, dq, dk, dv (B, H, T, hs) each; D (B, H, T); one tile's P and dS (B H, R, T) at most.
+  Scratch scratch(7 * NC + stats + 2 * A, s, "attention_backward: scratch");
   float *q = scratch.get(), *k = q + NC, *v = k + NC, *dO = v + NC;
-  float *dq = dO + NC, *dk = dq + NC, *dv = dk + NC, *ds = dv + NC, *pm = ds + A;
+  float *dq = dO + NC, *dk = dq + NC, *dv = dk + NC, *dsum = dv + NC, *p = dsum + stats, *ds = p + A;
   permute_kernel<<<blocks_for(3 * NC, kPermuteThreads), kPermuteThreads, 0, s>>>(q, qkv, B, T, 3, H, hs);
   check(cudaGetLastError(), "attention_backward: permute qkv");
   permute_kernel<<<blocks_for(NC, kPermuteThreads), kPermuteThreads, 0, s>>>(dO, dout, B, T, 1, H, hs);
   check(cudaGetLastError(), "attention_backward: permute dout");
+  row_dot_kernel<<<blocks_for(stats, kRowsPerBlock), kRowThreads, 0, s>>>(dsum, dout, out, B, T, H, hs);
+  check(cudaGetLastError(), "attention_backward: D");
+  check(cudaMemsetAsync(dk, 0, 2 * NC * sizeof(float), s), "attention_backward: clear dk, dv");
   CublasStreamGuard guard(s);
-  // dP^T (column-major, s x t) = V dO^T: dP[t, s] = dO_t . v_s.
-  batched_gemm(guard.handle(), CUBLAS_OP_T, CUBLAS_OP_N, T, T, hs, 1.0f, v, ld, head, dO, ld, head, ds, T,
-               square, BH, "attention_backward: dP");
-  softmax_backward_kernel<<<blocks_for(rows, kRowsPerBlock), kRowThreads, 0, s>>>(ds, pm, att, T, rows,
-                                                                                  scale);
-  check(cudaGetLastError(), "attention_backward: softmax");
-  // dV^T (hs x T) = dO^T P: dv_s = sum_t P[t, s] dO_t.
-  batched_gemm(guard.handle(), CUBLAS_OP_N, CUBLAS_OP_T, hs, T, T, 1.0f, dO, ld, head, pm, T, square, dv, ld,
-               head, BH, "attention_backward: dV");
-  // dQ^T (hs x T) = K^T dS^T: dq_t = sum_s dS[t, s] k_s.
-  batched_gemm(guard.handle(), CUBLAS_OP_N, CUBLAS_OP_N, hs, T, T, 1.0f, k, ld, head, ds, T, square, dq, ld,
-               head, BH, "attention_backward: dQ");
-  // dK^T (hs x T) = Q^T dS: dk_s = sum_t dS[t, s] q_t.
-  batched_gemm(guard.handle(), CUBLAS_OP_N, CUBLAS_OP_T, hs, T, T, 1.0f, q, ld, head, ds, T, square, dk, ld,
-               head, BH, "attention_backward: dK");
+  for (int t0 = 0; t0 < T; t0 += R) {
+    const int m = std::min(R, T - t0), n = t0 + m;
+    const long long tile = static_cast<long long>(m) * n;
+    const std::size_t rows = static_cast<std::size_t>(BH) * m, first = static_cast<std::size_t>(t0) * hs;
+    batched_gemm(guard.handle(), CUBLAS_OP_T, CUBLAS_OP_N, n, m, hs, scale, k, ld, head, q + first, ld, head,
+                 0.0f, p, n, tile, BH, "attention_backward: scores");
+    // dP^T (column-major, n x m) = V dO_tile^T: dP[i, s] = dO_{t0+i} . v_s.
+    batched_gemm(guard.handle(), CUBLAS_OP_T, CUBLAS_OP_N, n, m, hs, 1.0f, v, ld, head, dO + first, ld, head,
+                 0.0f, ds, n, tile, BH, "attention_backward: dP");
+    softmax_backward_kernel<<<blocks_for(rows, kRowsPerBlock), kRowThreads, 0, s>>>(ds, p, lse, dsum, T, t0,
+                                                                                    m, n, rows, scale);
+    check(cudaGetLastError(), "attention_backward: softmax");
+    // dV[0, n)^T (hs x n) += dO_tile^T P: dv_s += sum_t P[t, s] dO_t.
+    batched_gemm(guard.handle(), CUBLAS_OP_N, CUBLAS_OP_T, hs, n, m, 1.0f, dO + first, ld, head, p, n, tile,
+                 1.0f, dv, ld, head, BH, "attention_backward: dV");
+    // dQ_tile^T (hs x m) = K^T dS^T: dq_t = sum_s dS[t, s] k_s.
+    batched_gemm(guard.handle(), CUBLAS_OP_N, CUBLAS_OP_N, hs, m, n, 1.0f, k, ld, head, ds, n, tile, 0.0f,
+                 dq + first, ld, head, BH, "attention_backward: dQ");
+    // dK[0, n)^T (hs x n) += Q_tile^T dS: dk_s += sum_t dS[t, s] q_t.
+    batched_gemm(guard.handle(), CUBLAS_OP_N, CUBLAS_OP_T, hs, n, m, 1.0f, q + first, ld, head, ds, n, tile,
+                 1.0f, dk, ld, head, BH, "attention_backward: dK");
+  }
   unpermute_kernel<<<blocks_for(3 * NC, kPermuteThreads), kPermuteThreads, 0, s>>>(dqkv, dq, B, T, 3, H, hs);
   check(cudaGetLastError(), "attention_backward: unpermute");
 }

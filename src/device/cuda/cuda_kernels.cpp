@@ -284,16 +284,16 @@ void CudaKernels::matmul_backward(float* dinp, float* dweight, float* dbias, con
   finish("matmul_backward");
 }
 
-void CudaKernels::attention_forward(float* out, float* att, const float* qkv, int B, int T, int C, int H) {
+void CudaKernels::attention_forward(float* out, float* lse, const float* qkv, int B, int T, int C, int H) {
   backend_.bind();
-  cuda::attention_forward(stream(), out, att, qkv, B, T, C, H);
+  cuda::attention_forward(stream(), out, lse, qkv, B, T, C, H);
   finish("attention_forward");
 }
 
-void CudaKernels::attention_backward(float* dqkv, const float* dout, const float* qkv, const float* att,
-                                     int B, int T, int C, int H) {
+void CudaKernels::attention_backward(float* dqkv, const float* dout, const float* qkv, const float* out,
+                                     const float* lse, int B, int T, int C, int H) {
   backend_.bind();
-  cuda::attention_backward(stream(), dqkv, dout, qkv, att, B, T, C, H);
+  cuda::attention_backward(stream(), dqkv, dout, qkv, out, lse, B, T, C, H);
   finish("attention_backward");
 }
 

@@ -78,9 +78,9 @@ void layernorm_backward(cudaStream_t s, float* dinp, float* dweight, float* dbia
                         const float* inp, const float* weight, const float* mean, const float* rstd, int N,
                         int C);
 // attention.cu
-void attention_forward(cudaStream_t s, float* out, float* att, const float* qkv, int B, int T, int C, int H);
-void attention_backward(cudaStream_t s, float* dqkv, const float* dout, const float* qkv, const float* att,
-                        int B, int T, int C, int H);
+void attention_forward(cudaStream_t s, float* out, float* lse, const float* qkv, int B, int T, int C, int H);
+void attention_backward(cudaStream_t s, float* dqkv, const float* dout, const float* qkv, const float* out,
+                        const float* lse, int B, int T, int C, int H);
 // pointwise.cu
 void gelu_forward(cudaStream_t s, float* out, const float* inp, long n);
 void gelu_backward(cudaStream_t s, float* dinp, const float* inp, const float* dout, long n);
