@@ -54,7 +54,7 @@ bool GptConfig::is_gpt2_architecture() const {
   // The rope_* fields need no check: validate() holds them at their defaults with learned positions.
   return norm == NormKind::layernorm && norm_bias && norm_eps == GptConfig{}.norm_eps &&
          positions == PositionKind::learned && kv_heads() == n_head && qkv_bias && attn_out_bias &&
-         mlp == MlpKind::gelu_tanh && mlp_width() == 4 * n_embd && mlp_bias &&
+         mlp == MlpKind::gelu_tanh && mlp_width() == 4LL * n_embd && mlp_bias &&
          residual == ResidualKind::sequential && tied_embeddings;
 }
 
@@ -148,8 +148,8 @@ void require_gpt2_layers(const GptConfig& c, std::string_view what) {
     piece = "the SwiGLU MLP";
   else if (c.mlp == MlpKind::gelu_exact)
     piece = "exact (erf) GELU";
-  else if (c.mlp_width() != 4 * c.n_embd)
-    piece = fmt::format("an MLP of width {} (the layers use 4 n_embd = {})", c.mlp_width(), 4 * c.n_embd);
+  else if (c.mlp_width() != 4LL * c.n_embd)
+    piece = fmt::format("an MLP of width {} (the layers use 4 n_embd = {})", c.mlp_width(), 4LL * c.n_embd);
   else if (!c.mlp_bias)
     piece = "an MLP without biases";
   else if (c.residual == ResidualKind::parallel)

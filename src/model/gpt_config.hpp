@@ -76,7 +76,8 @@ struct GptConfig {
 
   int head_size() const { return n_embd / n_head; }
   int kv_heads() const { return n_kv_head > 0 ? n_kv_head : n_head; }
-  int mlp_width() const { return mlp_hidden > 0 ? mlp_hidden : 4 * n_embd; }
+  // In 64 bits: 4 n_embd of a header read before validation may not fit an int.
+  long long mlp_width() const { return mlp_hidden > 0 ? mlp_hidden : 4LL * n_embd; }
   int rotary_dims() const;  // rotated dimensions of each head (0 with learned positions)
   // True when every field is GPT-2's: the only architecture the model's layers compute today.
   bool is_gpt2_architecture() const;
