@@ -137,6 +137,24 @@ int visible_in_block(int first, int i, int s0, int n) {
   return std::clamp(first + i + 1 - s0, 0, n);
 }
 
+// s (m x n, row stride kKeyBlock) = scale q k^T for m query rows against n key rows: the scores of one
+// tile and block, computed by forward and recomputed by backward.
+void query_key_scores(float* s, const float* q, int ldq, const float* k, int ldk, int m, int n, int hs,
+                      float scale) {
+  gemm({.trans_b = true,
+        .M = m,
+        .N = n,
+        .K = hs,
+        .alpha = scale,
+        .A = q,
+        .lda = ldq,
+        .B = k,
+        .ldb = ldk,
+        .C = s,
+        .ldc = kKeyBlock,
+        .serial = true});
+}
+
 // Forward for m query rows whose positions are first .. first+m-1, against keys 0 .. first+m-1:
 // o (m x hs, stride ldo) and lse (m) written. s: m x kKeyBlock scratch; mx, l: m floats each.
 void attend_rows(const HeadRows& h, int m, int first, int hs, float scale, float* o, int ldo, float* lse,
@@ -145,18 +163,7 @@ void attend_rows(const HeadRows& h, int m, int first, int hs, float scale, float
   for (int s0 = 0; s0 < keys; s0 += kKeyBlock) {
     const int n = std::min(kKeyBlock, keys - s0);
     const bool first_block = s0 == 0;
-    gemm({.trans_b = true,
-          .M = m,
-          .N = n,
-          .K = hs,
-          .alpha = scale,
-          .A = h.q,
-          .lda = h.ldq,
-          .B = h.k + static_cast<std::size_t>(s0) * h.ldkv,
-          .ldb = h.ldkv,
-          .C = s,
-          .ldc = kKeyBlock,
-          .serial = true});
+    query_key_scores(s, h.q, h.ldq, h.k + static_cast<std::size_t>(s0) * h.ldkv, h.ldkv, m, n, hs, scale);
     for (int i = 0; i < m; ++i) {
       float* row = s + static_cast<std::size_t>(i) * kKeyBlock;
       const int vis = visible_in_block(first, i, s0, n);
@@ -259,18 +266,7 @@ void head_backward(float* dqkv, const float* dout, const float* qkv, const float
       const int n = std::min(kKeyBlock, t1 - s0);
       const float* kb = k + static_cast<std::size_t>(s0) * ld;
       const float* vb = v + static_cast<std::size_t>(s0) * ld;
-      gemm({.trans_b = true,
-            .M = m,
-            .N = n,
-            .K = hs,
-            .alpha = scale,
-            .A = qt,
-            .lda = ld,
-            .B = kb,
-            .ldb = ld,
-            .C = p,
-            .ldc = kKeyBlock,
-            .serial = true});
+      query_key_scores(p, qt, ld, kb, ld, m, n, hs, scale);
       gemm({.trans_b = true,
             .M = m,
             .N = n,
