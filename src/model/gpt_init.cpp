@@ -10,7 +10,6 @@ namespace tz {
 
 void gpt2_init_slice(float* out, const ParameterLayout& layout, std::uint64_t seed, std::size_t offset,
                      std::size_t n) {
-  require_gpt2_layers(layout.config(), "initialising the parameters");
   TZ_CHECK_LE(offset + n, layout.total_numel());
   const double std_base = 0.02;
   const double std_residual = 0.02 / std::sqrt(2.0 * layout.config().n_layer);

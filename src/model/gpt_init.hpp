@@ -1,5 +1,6 @@
-// GPT-2 initialisation: linear weights and embeddings ~ N(0, 0.02); the two residual projections of
-// each block (attn.proj, mlp.proj) ~ N(0, 0.02 / sqrt(2 L)); biases 0; LayerNorm gains 1. Values come
+// GPT-2's initialisation, for every family: linear weights, embeddings and an untied LM head ~ N(0, 0.02);
+// the two residual projections of each block (attn.proj, mlp.proj: Llama's o_proj and down_proj)
+// ~ N(0, 0.02 / sqrt(2 L)); biases 0; norm gains (LayerNorm or RMSNorm) 1. Values come
 // from a counter-based generator (core/counter_rng.hpp) indexed by the element's offset in the flat buffer,
 // so a seed gives the same model on any machine and any slice can be initialised alone.
 #pragma once

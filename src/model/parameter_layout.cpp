@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <iterator>
+#include <string_view>
 
 #include "core/error.hpp"
 
@@ -55,15 +57,19 @@ ParameterLayout::ParameterLayout(const GptConfig& config) : config_(config) {
     add("lm_head.weight", {V, C}, true);
   }
   total_ = offset;
-  if (config.is_gpt2_architecture())  // the typed block views below are GPT-2's
-    for (int t = 0; t < static_cast<int>(BlockTensor::count); ++t)
-      block_offsets_.push_back(tensors_[2 + t].range_offset);
-}
-
-std::size_t ParameterLayout::block_tensor_offset(BlockTensor t) const {
-  TZ_CHECK(!block_offsets_.empty(), "the {} model's blocks have no GPT-2 block view",
-           model_family_name(config_.family));
-  return block_offsets_[static_cast<int>(t)];
+  // The typed views' offsets, by name (kAbsent for what this architecture leaves out).
+  auto offset_of = [&](std::string_view name) {
+    for (const auto& t : tensors_)
+      if (t.name == name) return t.range_offset;
+    return kAbsent;
+  };
+  static constexpr const char* kBlockNames[] = {
+      "ln_1.weight", "ln_1.bias", "attn.qkv.weight", "attn.qkv.bias", "attn.proj.weight", "attn.proj.bias",
+      "ln_2.weight", "ln_2.bias", "mlp.fc.weight",   "mlp.fc.bias",   "mlp.proj.weight",  "mlp.proj.bias"};
+  static_assert(std::size(kBlockNames) == static_cast<std::size_t>(BlockTensor::count));
+  for (const char* name : kBlockNames) block_offsets_.push_back(offset_of(std::string("h.0.") + name));
+  wpe_offset_ = offset_of("wpe");
+  final_bias_offset_ = offset_of("ln_f.bias");
 }
 
 int ParameterLayout::head_range() const {
@@ -92,12 +98,6 @@ const ParamTensor& ParameterLayout::tensor(std::string_view name) const {
     if (t.name == name) return t;
   TZ_CHECK(false, "no parameter tensor named '{}'", name);
   __builtin_unreachable();
-}
-
-std::size_t ParameterLayout::wpe_range_offset() const {
-  TZ_CHECK(config_.positions == PositionKind::learned, "the {} model has no wpe (rotary positions)",
-           model_family_name(config_.family));
-  return tensors_[1].range_offset;
 }
 
 }  // namespace tz

@@ -23,7 +23,7 @@
 // tied (wte, when the LM head reuses it). The layout is pure: sizes and offsets only, nothing
 // allocated, so it describes GPT-NeoX-20B as cheaply as the tiny test model. Sizes are size_t (a
 // 20B model has more than 2^31 elements). The typed views below are GPT-2's: the model's layers
-// compute GPT-2 alone (require_gpt2_layers).
+// cover every family: a tensor the architecture leaves out is a null pointer in its view.
 #pragma once
 
 #include <cstddef>
@@ -94,54 +94,66 @@ class ParameterLayout {
   // InternalError if no tensor has that name.
   const ParamTensor& tensor(std::string_view name) const;
 
-  // Offsets inside a range (identical for every block range), for the typed views below.
-  // GPT-2 architectures only (InternalError else).
-  std::size_t block_tensor_offset(BlockTensor t) const;
+  // Offsets inside a range (identical for every block range), for the typed views below; kAbsent for
+  // a tensor the architecture leaves out (a bias, wpe with rotary positions, ln_f.bias with RMSNorm).
+  static constexpr std::size_t kAbsent = static_cast<std::size_t>(-1);
+  std::size_t block_tensor_offset(BlockTensor t) const { return block_offsets_[static_cast<int>(t)]; }
   std::size_t wte_range_offset() const { return 0; }
-  std::size_t wpe_range_offset() const;  // learned positions only (InternalError else)
+  std::size_t wpe_range_offset() const { return wpe_offset_; }
+  std::size_t final_bias_range_offset() const { return final_bias_offset_; }
 
  private:
   GptConfig config_;
   std::vector<ParamRange> ranges_;
   std::vector<ParamTensor> tensors_;
   std::vector<std::size_t> block_offsets_;
+  std::size_t wpe_offset_ = kAbsent, final_bias_offset_ = kAbsent;
   std::size_t total_ = 0;
 };
 
-// Typed views into one range's memory (float or const float), given the range's first element.
+// Typed views into one range's memory (float or const float), given the range's first element. A
+// tensor the architecture leaves out is null. QKV = (H + 2 KV) D query, key and value rows; FC = F
+// (GELU) or 2F (SwiGLU's gate rows, then up rows); F the MLP width.
 template <typename F>
 struct EmbeddingView {
   F* wte;  // (V, C)
-  F* wpe;  // (P, C)
+  F* wpe;  // (P, C); null with rotary positions
 };
 template <typename F>
 struct BlockView {
   F* ln1_w;        // (C)
-  F* ln1_b;        // (C)
-  F* qkv_w;        // (3C, C)
-  F* qkv_b;        // (3C)
-  F* attn_proj_w;  // (C, C)
-  F* attn_proj_b;  // (C)
+  F* ln1_b;        // (C) or null
+  F* qkv_w;        // (QKV, C)
+  F* qkv_b;        // (QKV) or null
+  F* attn_proj_w;  // (C, H D)
+  F* attn_proj_b;  // (C) or null
   F* ln2_w;        // (C)
-  F* ln2_b;        // (C)
-  F* fc_w;         // (4C, C)
-  F* fc_b;         // (4C)
-  F* mlp_proj_w;   // (C, 4C)
-  F* mlp_proj_b;   // (C)
+  F* ln2_b;        // (C) or null
+  F* fc_w;         // (FC, C)
+  F* fc_b;         // (FC) or null
+  F* mlp_proj_w;   // (C, F)
+  F* mlp_proj_b;   // (C) or null
 };
 template <typename F>
 struct FinalLnView {
   F* w;  // (C)
-  F* b;  // (C)
+  F* b;  // (C) or null
 };
+
+namespace layout_detail {
+template <typename F>
+F* at_offset(F* range_base, std::size_t offset) {
+  return offset == ParameterLayout::kAbsent ? nullptr : range_base + offset;
+}
+}  // namespace layout_detail
 
 template <typename F>
 EmbeddingView<F> embedding_view(const ParameterLayout& l, F* range_base) {
-  return {range_base + l.wte_range_offset(), range_base + l.wpe_range_offset()};
+  return {range_base + l.wte_range_offset(), layout_detail::at_offset(range_base, l.wpe_range_offset())};
 }
 template <typename F>
 BlockView<F> block_view(const ParameterLayout& l, F* range_base) {
-  auto at = [&](BlockTensor t) { return range_base + l.block_tensor_offset(t); };
+  auto at = [&](BlockTensor t) { return layout_detail::at_offset(range_base, l.block_tensor_offset(t)); };
   return {at(BlockTensor::ln1_w), at(BlockTensor::ln1_b),       at(BlockTensor::qkv_w),
           at(BlockTensor::qkv_b), at(BlockTensor::attn_proj_w), at(BlockTensor::attn_proj_b),
           at(BlockTensor::ln2_w), at(BlockTensor::ln2_b),       at(BlockTensor::fc_w),
@@ -149,7 +161,7 @@ BlockView<F> block_view(const ParameterLayout& l, F* range_base) {
 }
 template <typename F>
 FinalLnView<F> final_ln_view(const ParameterLayout& l, F* range_base) {
-  return {range_base, range_base + l.config().n_embd};
+  return {range_base, layout_detail::at_offset(range_base, l.final_bias_range_offset())};
 }
 
 }  // namespace tz
