@@ -1,9 +1,12 @@
-// Training-step benchmark of tierzero's GPT on CPU: forward, backward, clipping and AdamW for a model
-// (a preset of models/ or a config file, model/model_preset.hpp) at a batch, sequence length and thread
-// count; prints one JSON line with the median step time, tokens/s and GFLOP/s (model/flops.hpp:
-// B T (72 L C^2 + 12 L T C + 6 V C) per step), the CPU's vector extensions and the gemm kernels in use.
+// Training-step benchmark of tierzero's model on CPU (any family: GPT-2, Llama, GPT-NeoX): forward,
+// backward, clipping and AdamW for a model (a preset of models/ or a config file such as
+// bench/configs/llama-bench.json, model/model_preset.hpp) at a batch, sequence length and thread count;
+// prints one JSON line with the median step time, tokens/s and GFLOP/s (model/flops.hpp per family:
+// B T (6 L W + 12 L T C + 6 V C) per step, W one block's linear weights; GPT-2: W = 12 C^2), the CPU's
+// vector extensions and the gemm kernels in use.
 // Other modes measure the references the step is compared with, on this CPU:
-//   --sgemm    OpenBLAS sgemm on the model's MLP shape (B T x 4C x C), the peak the step is held to
+//   --sgemm    OpenBLAS sgemm on the MLP's first product (B T x 4C x C; SwiGLU's gate and up: B T x 2F x C),
+//              the peak the step is held to
 //   --gemm     tierzero's own gemm (model/gemm.hpp) on the same shape
 //   --memcpy   memcpy of 64 MiB (GB/s counting bytes read + written), split over the threads
 //   --profile  the step, plus each layer's share (forward and backward) and the optimizer's
@@ -152,7 +155,8 @@ int main(int argc, char** argv) {
                                          model_name.c_str(), threads);
 
   if (mode == "sgemm" || mode == "gemm") {
-    const int M = B * T, N = 4 * model.n_embd, K = model.n_embd;
+    const int M = B * T, K = model.n_embd;
+    const int N = static_cast<int>(model.mlp_width()) * (model.mlp == tz::MlpKind::swiglu ? 2 : 1);
     std::vector<float> a(static_cast<std::size_t>(M) * K, 0.5f), b(static_cast<std::size_t>(N) * K, 0.25f),
         c(static_cast<std::size_t>(M) * N);
     const Timing s = median_seconds(warmup, steps * 3, [&] {
@@ -232,7 +236,8 @@ int main(int argc, char** argv) {
                           1.0 - (p.total_s() + opt_total) / step_total);
   }
   fmt::print(
-      "{{{}, \"step_s\": {:.4f}, \"cpu_s\": {:.4f}, \"tokens_per_s\": {:.1f}, \"gflops\": {:.2f}{}}}\n", head,
-      t, median(cpu), B * T / t, flops / t / 1e9, layers);
+      "{{{}, \"family\": \"{}\", \"step_s\": {:.4f}, \"cpu_s\": {:.4f}, \"tokens_per_s\": {:.1f}, "
+      "\"gflops\": {:.2f}{}}}\n",
+      head, tz::model_family_name(model.family), t, median(cpu), B * T / t, flops / t / 1e9, layers);
   return 0;
 }

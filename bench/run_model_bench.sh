@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# Model benchmark driver: for each model (presets of models/: gpt-tiny, gpt-small, gpt2 = GPT-2 124M, at
-# the batch and sequence length of shape() below) and thread count (1, 2) runs,
-# in turn and REPEATS times (interleaved, so load changes hit every column alike), memcpy, OpenBLAS sgemm
-# on the MLP shape (the peak the step is held to), tierzero's training step (tz_model_bench) and
-# PyTorch's (bench/torch_gpt.py, same model, same FLOP count); prints the medians as a table with the
-# tierzero/PyTorch ratio and the fraction of the same run's sgemm rate the step reaches, then the
-# per-layer breakdown of tierzero's step for each config.
+# Model benchmark driver: for each model (presets of models/: gpt-tiny, gpt-small, gpt2 = GPT-2 124M, or
+# benchmark configs of bench/configs/: llama-bench, at the batch and sequence length of shape() below) and
+# thread count (1, 2) runs, in turn and REPEATS times (interleaved, so load changes hit every column alike),
+# memcpy, OpenBLAS sgemm on the MLP's first product (the peak the step is held to), tierzero's training
+# step (tz_model_bench) and PyTorch's (bench/torch_gpt.py, same model, same FLOP count per family:
+# model/flops.hpp); prints the medians as a table with the tierzero/PyTorch ratio and the fraction of the
+# same run's sgemm rate the step reaches, then the per-layer breakdown of tierzero's step for each config.
 #   bash bench/run_model_bench.sh [BUILD_DIR] [REPEATS] [MODELS]   (MODELS default "gpt-tiny gpt-small gpt2")
+#   bash bench/run_model_bench.sh build-rel 3 "gpt-small llama-bench"
 #
 # PyTorch runs in its best configuration on this machine, so that the baseline is one:
 # - OMP_WAIT_POLICY=PASSIVE and OMP_NUM_THREADS = OPENBLAS_NUM_THREADS = threads (and torch.set_num_threads,
@@ -26,7 +27,12 @@ cd "$(dirname "$0")/.."
 build=${1:-build}
 repeats=${2:-3}
 configs=${3:-gpt-tiny gpt-small gpt2}
-# Batch and sequence length per model (both tools read the model's shape from models/).
+# The model argument of both tools: bench/configs/NAME.json when there is one (benchmark shapes, not user
+# presets), else the preset NAME of models/.
+model_arg() {
+  if [ -f "bench/configs/$1.json" ]; then echo "bench/configs/$1.json"; else echo "$1"; fi
+}
+# Batch and sequence length per model.
 shape() {
   case $1 in
     gpt-tiny) echo "--batch 8 --seq 128" ;;
@@ -84,33 +90,39 @@ if [ -n "$aten_cap" ]; then export ATEN_CPU_CAPABILITY=$aten_cap; else unset ATE
 echo "using ATEN_CPU_CAPABILITY=${aten_cap:-(default)}"
 
 for config in $configs; do
+  model=$(model_arg "$config")
   for threads in 1 2; do
     steps=10 warmup=2
     [ "$config" = gpt-small ] && steps=5
+    [ "$config" = llama-bench ] && steps=3 warmup=1  # 350 GFLOP a step, 2.4x gpt-small's
     [ "$config" = gpt2 ] && steps=2 warmup=1
     for ((r = 0; r < repeats; r++)); do
       export OMP_NUM_THREADS=$threads OPENBLAS_NUM_THREADS=$threads
-      "$bench" --model "$config" $(shape "$config") --threads "$threads" --memcpy >>"$results"
-      "$bench" --model "$config" $(shape "$config") --threads "$threads" --sgemm >>"$results"
-      "$bench" --model "$config" $(shape "$config") --threads "$threads" --steps $steps --warmup $warmup >>"$results"
-      "$py" bench/torch_gpt.py --model "$config" $(shape "$config") --threads "$threads" --steps $steps --warmup $warmup >>"$results"
+      "$bench" --model "$model" $(shape "$config") --threads "$threads" --memcpy >>"$results"
+      "$bench" --model "$model" $(shape "$config") --threads "$threads" --sgemm >>"$results"
+      "$bench" --model "$model" $(shape "$config") --threads "$threads" --steps $steps --warmup $warmup >>"$results"
+      "$py" bench/torch_gpt.py --model "$model" $(shape "$config") --threads "$threads" --steps $steps --warmup $warmup >>"$results"
     done
   done
 done
 echo "load after: $(uptime)"
 "$py" - "$results" "$configs" <<'PY'
-import json, statistics, sys
+import json, os, statistics, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
 configs = sys.argv[2].split()
+for r in rows:  # bench/configs/NAME.json -> NAME
+    r["config"] = os.path.splitext(os.path.basename(r["config"]))[0]
 def med(impl, cfg, th, key):
     v = [r[key] for r in rows if r["impl"] == impl and r["config"] == cfg and r["threads"] == th]
     return statistics.median(v) if v else float("nan")
 tz_rows = [r for r in rows if r["impl"] == "tierzero"]
 if tz_rows:
     print(f"tierzero gemm kernels: {tz_rows[0]['gemm_isa']}; CPU: {tz_rows[0]['cpu']}")
-print("FLOPs per step = B*T*(72*L*C^2 + 12*L*T*C + 6*V*C); medians of interleaved repeats;")
-print("sgemm = OpenBLAS on the MLP shape (B*T x 4C x C), memcpy = 64 MiB, GB/s counting read + write")
-print(f"{'model':<10}{'thr':>4}{'tz tok/s':>10}{'torch tok/s':>12}{'tz/torch':>9}{'tz GFLOP/s':>11}"
+print("FLOPs per step = B*T*(6*L*W + 12*L*T*C + 6*V*C), W = one block's linear weights (GPT-2: 12*C^2;")
+print("Llama: C*(H+2*KV)*D + C^2 + 3*C*F); medians of interleaved repeats;")
+print("sgemm = OpenBLAS on the MLP's first product (B*T x 4C x C; SwiGLU: B*T x 2F x C), memcpy = 64 MiB,")
+print("GB/s counting read + write")
+print(f"{'model':<12}{'thr':>4}{'tz tok/s':>10}{'torch tok/s':>12}{'tz/torch':>9}{'tz GFLOP/s':>11}"
       f"{'torch GFLOP/s':>14}{'sgemm GFLOP/s':>14}{'tz/sgemm':>9}{'memcpy GB/s':>12}"
       f"{'| cpu-s: tz/torch':>17}{'tz/sgemm':>9}")
 def cpu_rate(impl, cfg, th):  # GFLOP per CPU-second, times threads: the rate with the cores to itself
@@ -124,7 +136,7 @@ for cfg in configs:
         mc = med("memcpy", cfg, th, "GBps")
         cpu_ratio = med("pytorch", cfg, th, "cpu_s") / med("tierzero", cfg, th, "cpu_s")
         cpu_frac = cpu_rate("tierzero", cfg, th) / med("sgemm", cfg, th, "cpu_gflops")
-        print(f"{cfg:<10}{th:>4}{tz:>10.0f}{pt:>12.0f}{tz/pt:>9.2f}{tzg:>11.1f}{ptg:>14.1f}{pk:>14.1f}{tzg/pk:>9.2f}{mc:>12.1f}"
+        print(f"{cfg:<12}{th:>4}{tz:>10.0f}{pt:>12.0f}{tz/pt:>9.2f}{tzg:>11.1f}{ptg:>14.1f}{pk:>14.1f}{tzg/pk:>9.2f}{mc:>12.1f}"
               f"{cpu_ratio:>17.2f}{cpu_frac:>9.2f}")
 print("cpu-s columns: the same runs counted in CPU seconds of each process (all its threads), which other")
 print("jobs on the machine inflate far less than wall time: PyTorch's CPU seconds per step over tierzero's, and")
@@ -135,8 +147,11 @@ profiles=$(mktemp)
 trap 'rm -f "$results" "$profiles"' EXIT
 for config in $configs; do
   [ "$config" = gpt2 ] && continue  # long steps; its shares follow the small config's, products dominating
+  steps=5
+  [ "$config" = llama-bench ] && steps=3
   for threads in 1 2; do
-    OMP_NUM_THREADS=$threads "$bench" --model "$config" $(shape "$config") --threads "$threads" --steps 5 --warmup 1 --profile >>"$profiles"
+    OMP_NUM_THREADS=$threads "$bench" --model "$(model_arg "$config")" $(shape "$config") --threads "$threads" \
+      --steps $steps --warmup 1 --profile >>"$profiles"
   done
 done
 "$py" - "$profiles" <<'PY'
@@ -144,12 +159,17 @@ import json, sys
 for line in open(sys.argv[1]):
     r = json.loads(line)
     lay = r["layers"]
-    print(f"profile {r['config']}, {r['threads']} thread(s): step {r['step_s'] * 1e3:.1f} ms "
+    name = r["config"].rsplit("/", 1)[-1].removesuffix(".json")
+    print(f"profile {name}, {r['threads']} thread(s): step {r['step_s'] * 1e3:.1f} ms "
           f"({r['cpu_s'] * 1e3:.1f} CPU ms), shares of the step's wall time")
     for k, v in lay.items():
         print(f"  {k:<14}" + (f"fwd {v[0] * 100:5.1f}%  bwd {v[1] * 100:5.1f}%" if isinstance(v, list) else f"{v * 100:5.1f}%"))
-    products = sum(sum(lay[k]) for k in ("qkv", "attn_proj", "fc", "mlp_proj", "lm_head"))
-    elementwise = sum(sum(lay[k]) for k in ("encoder", "layernorm", "residual", "gelu", "cross_entropy"))
+    # Everything that is not a product, attention, the optimizer or unaccounted time is elementwise (norms,
+    # activations, rotary, residuals, embedding, loss), whatever slots the model reports.
+    product_slots = ("qkv", "attn_proj", "fc", "mlp_proj", "lm_head")
+    products = sum(sum(lay[k]) for k in product_slots if k in lay)
+    elementwise = sum(sum(v) for k, v in lay.items()
+                      if k not in product_slots + ("attention", "optimizer", "other"))
     print(f"  = linear-layer products {products * 100:.1f}%, attention {sum(lay['attention']) * 100:.1f}%, "
           f"elementwise {elementwise * 100:.1f}%, optimizer {lay['optimizer'] * 100:.1f}%")
 PY
