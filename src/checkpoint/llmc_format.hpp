@@ -1,7 +1,7 @@
 // llm.c's model checkpoint header (gpt2_124M.bin and the files train_gpt2.py writes): 256 int32,
 // little-endian: [0] magic 20240326, [1] version (3: fp32 parameters, 5: bf16), [2] maxT, [3] V,
 // [4] L, [5] NH, [6] C, [7] Vp (the padded vocabulary), the rest zero. The parameters follow
-// (checkpoint/gpt2_file_layout.hpp lists them).
+// (checkpoint/model_file_layout.hpp lists them).
 #pragma once
 
 #include <array>

@@ -7,8 +7,8 @@
 
 #include "checkpoint/checkpoint_dir.hpp"
 #include "checkpoint/checkpoint_reader.hpp"
-#include "checkpoint/gpt2_file_layout.hpp"
 #include "checkpoint/llmc_format.hpp"
+#include "checkpoint/model_file_layout.hpp"
 #include "checkpoint/safetensors_format.hpp"
 #include "core/bf16_convert.hpp"
 #include "core/error.hpp"
@@ -33,13 +33,18 @@ ExportResult export_checkpoint(const std::string& checkpoint, const std::string&
   const ResolvedCheckpoint rc = resolve_checkpoint(checkpoint);
   CheckpointReader reader(rc.path);
   const CheckpointManifest& m = reader.manifest();
-  require_gpt2_layers(m.model, "checkpoint " + rc.path);
   const ParameterLayout params(m.model);
   m.check_against(params, "checkpoint " + rc.path);
+  if (options.format == WeightFormat::llmc && !m.model.is_gpt2_architecture())
+    fail_input(
+        "export {} --format llmc: llm.c's layout holds GPT-2 models; this checkpoint's model is {} "
+        "(export it as safetensors)",
+        rc.path, model_family_name(m.model.family));
   const DType dtype = options.dtype;
   const std::size_t esize = dtype_bytes(dtype);
-  const std::vector<FileTensor> tensors =
-      options.format == WeightFormat::safetensors ? hf_gpt2_tensors(params) : llmc_tensors(params);
+  const std::vector<FileTensor> tensors = options.format == WeightFormat::safetensors
+                                              ? hf_tensors(params, "export of " + rc.path)
+                                              : llmc_tensors(params);
 
   std::string header;
   std::uint64_t expected = 0;
@@ -62,6 +67,7 @@ ExportResult export_checkpoint(const std::string& checkpoint, const std::string&
   OutputFile file(out, "export --out");  // whole or not at all; a device or FIFO is written in place
   file.write(header.data(), header.size());
   std::vector<float> values, transposed;
+  int cached = -1;  // the tensor `values` holds: Llama's q/k/v_proj and GPT-NeoX's heads read it once
   std::vector<std::byte> bytes;
   auto emit = [&](const float* x, std::size_t n) {
     bytes.resize(n * esize);
@@ -77,9 +83,12 @@ ExportResult export_checkpoint(const std::string& checkpoint, const std::string&
     for (const auto& part : ft.parts) {
       const ParamTensor& pt = params.tensors()[part.tensor];
       TZ_CHECK_EQ(part.offset, written);
-      values.resize(pt.numel);
-      reader.read(m.tensor(pt.name), OptimValue::master, 0, pt.numel, values.data());
-      const float* src = values.data();
+      if (cached != part.tensor) {
+        values.resize(pt.numel);
+        reader.read(m.tensor(pt.name), OptimValue::master, 0, pt.numel, values.data());
+        cached = part.tensor;
+      }
+      const float* src = values.data() + part.begin;
       if (part.transposed) {  // (out, in) -> (in, out)
         const std::size_t rows = pt.shape[0], cols = pt.shape[1];
         transposed.resize(pt.numel);
@@ -87,11 +96,12 @@ ExportResult export_checkpoint(const std::string& checkpoint, const std::string&
           for (std::size_t c = 0; c < cols; ++c) transposed[c * rows + r] = values[r * cols + c];
         src = transposed.data();
       }
-      emit(src, pt.numel);
-      written += pt.numel;
+      emit(src, part.numel);
+      written += part.numel;
     }
     if (written < ft.numel()) {  // llm.c's padded vocabulary rows
       values.assign(ft.numel() - written, 0.0f);
+      cached = -1;
       emit(values.data(), values.size());
       written = ft.numel();
     }

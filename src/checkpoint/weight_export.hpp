@@ -1,14 +1,17 @@
 // Export: a checkpoint's master weights as one model file the ecosystem loads, on one process, no MPI
-// (checkpoint/gpt2_file_layout.hpp lists the tensors of each format):
-//   safetensors  Hugging Face GPT-2 names and layouts (Conv1D matrices transposed), F32 or BF16;
-//   llmc         llm.c's gpt2_124M.bin layout (version 3 fp32 or 5 bf16, vocabulary padded to 128).
+// (checkpoint/model_file_layout.hpp lists the tensors of each format):
+//   safetensors  Hugging Face's names and layouts for the model's family (GPT2LMHeadModel with its
+//                Conv1D matrices transposed, LlamaForCausalLM, GPTNeoXForCausalLM), F32 or BF16;
+//   llmc         llm.c's gpt2_124M.bin layout (GPT-2 only; version 3 fp32 or 5 bf16, vocabulary
+//                padded to 128).
 // Steps: resolve and open the checkpoint (every block checked), then for each file tensor in file
-// order read its tierzero tensors' master weights, transpose what the format stores (in, out), round
+// order read the master weights of the tierzero tensor it comes from (once for the several file
+// tensors or per-head row groups one tensor makes), transpose what the format stores (in, out), round
 // to bf16 when asked (nearest even), write; element counts are checked against the file's shapes.
 // A regular OUT is written as a temporary beside it, fsynced and renamed, so OUT is never half a
 // model, and a failed export leaves nothing behind; a device or FIFO (/dev/null, a pipe) is written
 // in place, never replaced (core/output_file.hpp). Memory: two copies of the largest tensor. Tied weights
-// (the LM head is wte) are written once.
+// (the LM head is the embedding) are written once.
 #pragma once
 
 #include <cstdint>

@@ -11,7 +11,7 @@
 
 #include "checkpoint/agreed_io.hpp"
 #include "checkpoint/checked_file.hpp"
-#include "checkpoint/gpt2_file_reader.hpp"
+#include "checkpoint/model_file_reader.hpp"
 #include "core/error.hpp"
 #include "core/timing.hpp"
 
@@ -23,7 +23,7 @@ ImportResult import_weights(Communicator& world, ShardedEngine& engine, const st
   ImportResult res;
   run_agreed_io(world, {.what = fmt::format("import of {}", path), .timeout_s = options.io_timeout_s}, [&] {
     const ParameterLayout& params = engine.params();
-    Gpt2FileReader weights(path, params);
+    ModelFileReader weights(path, params);
     engine.restore(0, 0, [&](OptimValue which, int range, std::size_t offset, std::size_t n, float* out) {
       if (which != OptimValue::master) {  // a fresh optimizer: explicitly zero moments
         std::fill(out, out + n, 0.0f);

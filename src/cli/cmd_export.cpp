@@ -1,7 +1,7 @@
 // `tierzero export CKPT --out FILE [--format safetensors|llmc] [--dtype fp32|bf16]`: a checkpoint's
 // master weights as one model file (checkpoint/weight_export.hpp): safetensors with Hugging Face's
-// GPT-2 names and layouts, or llm.c's gpt2_124M.bin layout. One process, no MPI; CKPT is a step
-// directory or a save directory (its latest checkpoint).
+// names and layouts for the model's family (GPT-2, Llama, GPT-NeoX), or llm.c's gpt2_124M.bin layout
+// (GPT-2). One process, no MPI; CKPT is a step directory or a save directory (its latest checkpoint).
 #include <fmt/format.h>
 
 #include "checkpoint/weight_export.hpp"
@@ -31,8 +31,8 @@ int run_export(const ExportArgs& a) {
 
 const bool export_registered = register_command(
     {"export",
-     "Write a checkpoint's weights as one model file: safetensors (Hugging Face GPT-2 names) or llm.c's "
-     "gpt2_*.bin",
+     "Write a checkpoint's weights as one model file: safetensors (Hugging Face's names for GPT-2, Llama or "
+     "GPT-NeoX) or llm.c's gpt2_*.bin",
      [](CLI::App& sub) -> RunFn {
        auto a = std::make_shared<ExportArgs>();
        OptionSet o(sub, "export");
@@ -40,7 +40,8 @@ const bool export_registered = register_command(
            ->required();
        o.text("--out", a->out, "the model file to write")->required();
        o.choice("--format", a->format, {"safetensors", "llmc"},
-                "safetensors (Hugging Face GPT-2) or llmc (llm.c gpt2_124M.bin layout)");
+                "safetensors (Hugging Face's names for the model's family) or llmc (llm.c gpt2_124M.bin "
+                "layout, GPT-2)");
        o.choice("--dtype", a->dtype, {"fp32", "bf16"},
                 "element type of the file (bf16: rounded to nearest even)");
        return [a] { return run_export(*a); };

@@ -1,22 +1,22 @@
 // Exported weight files for `sample` (exported_weights.hpp): read whole on one process through the
-// same checked reader that `--init-from` uses (checkpoint/gpt2_file_reader.hpp).
+// same checked reader that `--init-from` uses (checkpoint/model_file_reader.hpp).
 #include "train/exported_weights.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>
 
 #include "checkpoint/checked_file.hpp"
-#include "checkpoint/gpt2_file_reader.hpp"
 #include "checkpoint/llmc_format.hpp"
+#include "checkpoint/model_file_reader.hpp"
 #include "core/error.hpp"
 #include "model/parameter_layout.hpp"
 
 namespace tz {
 
 ModelWeights read_safetensors_gpt2(const std::string& path, const GptConfig& model) {
-  check_safetensors_holds_gpt2(path, model);  // before a layout of the model's size is built
+  check_safetensors_holds_model(path, model);  // before a layout of the model's size is built
   const ParameterLayout layout(model);
-  Gpt2FileReader reader(path, layout);
+  ModelFileReader reader(path, layout);
   if (reader.format() != "safetensors")
     fail_input("safetensors {}: starts with llm.c's model magic: it is an llm.c checkpoint", path);
   ModelWeights w;
@@ -42,7 +42,7 @@ ModelWeights read_llmc_model(const std::string& path) {
     w.config = read_llmc_header(file).model;
   }
   const ParameterLayout layout(w.config);
-  Gpt2FileReader reader(path, layout);
+  ModelFileReader reader(path, layout);
   w.origin = path;
   w.params = reader.read_all();
   return w;

@@ -21,7 +21,7 @@
 //   3C), attprojw (L, C, C), attprojb (L, C), ln2w (L, C), ln2b (L, C), fcw (L, 4C, C), fcb (L, 4C),
 //   fcprojw (L, C, 4C), fcprojb (L, C), lnfw (C), lnfb (C). Matrices are (out, in), as tierzero's.
 //
-// Both are read by checkpoint/gpt2_file_reader.hpp, the reader `--init-from` uses: every field is
+// Both are read by checkpoint/model_file_reader.hpp, the reader `--init-from` uses: every field is
 // checked before it is used (names, dtypes, shapes, offsets inside the file, header words and the
 // file's size), and a mismatch is an InputError naming the file, the tensor or header word, and the
 // expected and found values. Memory: the model once, plus one matrix tile while it is transposed.

@@ -9,8 +9,8 @@
 #include <fstream>
 
 #include "checkpoint/checked_file.hpp"
-#include "checkpoint/gpt2_file_layout.hpp"
 #include "checkpoint/llmc_format.hpp"
+#include "checkpoint/model_file_layout.hpp"
 #include "checkpoint/safetensors_format.hpp"
 #include "checkpoint/weight_export.hpp"
 #include "checkpoint_test_util.hpp"
@@ -180,7 +180,7 @@ TEST(CheckpointImport, EachRankReadsOnlyItsOwnShard) {
     export_checkpoint(s.ckpt, f, {.format = WeightFormat::safetensors, .dtype = dtype});
     const std::uint64_t esize = dtype_bytes(dtype);
     std::uint64_t transposed_cols = 0;  // the in-dimension of every Conv1D matrix
-    for (const auto& ft : hf_gpt2_tensors(layout))
+    for (const auto& ft : hf_tensors(layout, "test"))
       if (ft.parts[0].transposed) transposed_cols += layout.tensors()[ft.parts[0].tensor].shape[1];
     std::vector<std::uint64_t> read(3), owned(3);
     run_thread_mesh(topo, [&](Mesh& mesh) {

@@ -1,5 +1,5 @@
 // Fuzzes the model-file readers of `sample --weights` and `train --init-from` (checkpoint/
-// gpt2_file_reader.hpp through train/exported_weights.hpp): a safetensors file with Hugging Face's
+// model_file_reader.hpp through train/exported_weights.hpp): a safetensors file with Hugging Face's
 // GPT-2 names read against a given shape, or an llm.c model file whose header gives the shape. The
 // first input byte picks the format (bit 0: llm.c) and, for safetensors, the shape it is read
 // against (bit 1: a model of 100000 layers, which a small file must refuse at once, never build);
