@@ -110,18 +110,18 @@ void EmulatedKernels::encoder_backward(float* dwte, float* dwpe, const float* do
 }
 
 void EmulatedKernels::layernorm_forward(float* out, float* mean, float* rstd, const float* inp,
-                                        const float* weight, const float* bias, int N, int C) {
+                                        const float* weight, const float* bias, int N, int C, float eps) {
   const std::size_t NC = static_cast<std::size_t>(N) * C;
   cpu_.layernorm_forward(host(out, NC), host(mean, N), host(rstd, N), host(inp, NC), host(weight, C),
-                         host(bias, C), N, C);
+                         bias ? host(bias, C) : nullptr, N, C, eps);
 }
 
 void EmulatedKernels::layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout,
                                          const float* inp, const float* weight, const float* mean,
                                          const float* rstd, int N, int C) {
   const std::size_t NC = static_cast<std::size_t>(N) * C;
-  cpu_.layernorm_backward(host(dinp, NC), host(dweight, C), host(dbias, C), host(dout, NC), host(inp, NC),
-                          host(weight, C), host(mean, N), host(rstd, N), N, C);
+  cpu_.layernorm_backward(host(dinp, NC), host(dweight, C), dbias ? host(dbias, C) : nullptr, host(dout, NC),
+                          host(inp, NC), host(weight, C), host(mean, N), host(rstd, N), N, C);
 }
 
 void EmulatedKernels::matmul_forward(float* out, const float* inp, WeightRef weight, const float* bias, int N,

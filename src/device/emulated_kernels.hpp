@@ -40,7 +40,7 @@ class EmulatedKernels final : public Kernels {
   void encoder_backward(float* dwte, float* dwpe, const float* dout, const std::int32_t* tokens, int B, int T,
                         int C, int V) override;
   void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, const float* weight,
-                         const float* bias, int N, int C) override;
+                         const float* bias, int N, int C, float eps) override;
   void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
                           const float* weight, const float* mean, const float* rstd, int N, int C) override;
   void matmul_forward(float* out, const float* inp, WeightRef weight, const float* bias, int N, int C,

@@ -72,8 +72,9 @@ class Kernels {
                                int T, int C, int V) = 0;
   virtual void encoder_backward(float* dwte, float* dwpe, const float* dout, const std::int32_t* tokens,
                                 int B, int T, int C, int V) = 0;
+  // LayerNorm with its eps; bias null: no bias (backward then gets dbias null).
   virtual void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, const float* weight,
-                                 const float* bias, int N, int C) = 0;
+                                 const float* bias, int N, int C, float eps) = 0;
   virtual void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout,
                                   const float* inp, const float* weight, const float* mean, const float* rstd,
                                   int N, int C) = 0;

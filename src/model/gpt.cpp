@@ -80,13 +80,13 @@ void Gpt::block_forward(const BlockParams& p, const float* x_in, const BlockActs
   using S = LayerSlot;
   Kernels& k = kernels();
   timed(S::layernorm,
-        [&] { k.layernorm_forward(a.ln1, a.ln1_mean, a.ln1_rstd, x_in, w.ln1_w, w.ln1_b, N, C); });
+        [&] { k.layernorm_forward(a.ln1, a.ln1_mean, a.ln1_rstd, x_in, w.ln1_w, w.ln1_b, N, C, 1e-5f); });
   timed(S::qkv, [&] { k.matmul_forward(a.qkv, a.ln1, p.qkv_w, w.qkv_b, N, C, 3 * C); });
   timed(S::attention, [&] { k.attention_forward(a.atty, a.att_lse, a.qkv, B_, T_, C, H); });
   timed(S::attn_proj, [&] { k.matmul_forward(a.res2, a.atty, p.attn_proj_w, w.attn_proj_b, N, C, C); });
   timed(S::residual, [&] { k.residual_forward(a.res2, a.res2, x_in, static_cast<long>(N) * C); });
   timed(S::layernorm,
-        [&] { k.layernorm_forward(a.ln2, a.ln2_mean, a.ln2_rstd, a.res2, w.ln2_w, w.ln2_b, N, C); });
+        [&] { k.layernorm_forward(a.ln2, a.ln2_mean, a.ln2_rstd, a.res2, w.ln2_w, w.ln2_b, N, C, 1e-5f); });
   timed(S::fc, [&] { k.matmul_forward(a.fch, a.ln2, p.fc_w, w.fc_b, N, C, 4 * C); });
   timed(S::gelu, [&] { k.gelu_forward(a.fch_gelu, a.fch, static_cast<long>(N) * 4 * C); });
   if (x_out) {
@@ -125,7 +125,7 @@ float Gpt::forward(ParamSource& params, const std::int32_t* tokens, const std::i
 
   auto lnf = final_ln_view(layout_, params.acquire_params(F).f32);
   timed(LayerSlot::layernorm,
-        [&] { k.layernorm_forward(lnf_, lnf_mean_, lnf_rstd_, x_in_[L], lnf.w, lnf.b, N, C); });
+        [&] { k.layernorm_forward(lnf_, lnf_mean_, lnf_rstd_, x_in_[L], lnf.w, lnf.b, N, C, 1e-5f); });
   params.release_params(F);
 
   e = params.acquire_params(E);

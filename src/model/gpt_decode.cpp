@@ -48,7 +48,7 @@ const float* GptDecoder::step(std::int32_t token) {
   encoder_forward(x_.data(), &token, emb.wte, emb.wpe + static_cast<std::size_t>(pos_) * C, 1, 1, C);
   for (int l = 0; l < L; ++l) {
     const auto w = block_view(layout_, range(ParameterLayout::block_range(l)));
-    layernorm_forward(ln_.data(), mean_.data(), rstd_.data(), x_.data(), w.ln1_w, w.ln1_b, 1, C);
+    layernorm_forward(ln_.data(), mean_.data(), rstd_.data(), x_.data(), w.ln1_w, w.ln1_b, 1, C, 1e-5f);
     matmul_forward(qkv_.data(), ln_.data(), w.qkv_w, w.qkv_b, 1, C, 3 * C);
     const std::size_t at = (static_cast<std::size_t>(l) * c.n_positions + pos_) * C;
     std::copy_n(qkv_.data() + C, C, k_cache_.data() + at);
@@ -56,14 +56,14 @@ const float* GptDecoder::step(std::int32_t token) {
     attend(l);
     matmul_forward(res_.data(), atty_.data(), w.attn_proj_w, w.attn_proj_b, 1, C, C);
     residual_forward(res_.data(), res_.data(), x_.data(), C);
-    layernorm_forward(ln_.data(), mean_.data(), rstd_.data(), res_.data(), w.ln2_w, w.ln2_b, 1, C);
+    layernorm_forward(ln_.data(), mean_.data(), rstd_.data(), res_.data(), w.ln2_w, w.ln2_b, 1, C, 1e-5f);
     matmul_forward(fch_.data(), ln_.data(), w.fc_w, w.fc_b, 1, C, 4 * C);
     gelu_forward(fch_gelu_.data(), fch_.data(), 4L * C);
     matmul_forward(x_.data(), fch_gelu_.data(), w.mlp_proj_w, w.mlp_proj_b, 1, 4 * C, C);
     residual_forward(x_.data(), x_.data(), res_.data(), C);
   }
   const auto lnf = final_ln_view(layout_, range(layout_.final_ln_range()));
-  layernorm_forward(ln_.data(), mean_.data(), rstd_.data(), x_.data(), lnf.w, lnf.b, 1, C);
+  layernorm_forward(ln_.data(), mean_.data(), rstd_.data(), x_.data(), lnf.w, lnf.b, 1, C, 1e-5f);
   matmul_forward(logits_.data(), ln_.data(), emb.wte, nullptr, 1, C, V);
   ++pos_;
   ++computed_;

@@ -54,8 +54,8 @@ TEST_P(Layers, LayerNormFastMatchesRefAndFiniteDifferences) {
   const int N = 37, C = 45;
   auto x = randn(N * C, 1), w = randn(C, 2), b = randn(C, 3), dy = randn(N * C, 4);
   std::vector<float> y(N * C), y_ref(N * C), m(N), r(N), m_ref(N), r_ref(N);
-  layernorm_forward(y.data(), m.data(), r.data(), x.data(), w.data(), b.data(), N, C);
-  layernorm_forward_ref(y_ref.data(), m_ref.data(), r_ref.data(), x.data(), w.data(), b.data(), N, C);
+  layernorm_forward(y.data(), m.data(), r.data(), x.data(), w.data(), b.data(), N, C, 1e-5f);
+  layernorm_forward_ref(y_ref.data(), m_ref.data(), r_ref.data(), x.data(), w.data(), b.data(), N, C, 1e-5f);
   EXPECT_LT(norm_err(y, y_ref), kFastVsRef);
   std::vector<float> dx(N * C, 0.5f), dw(C, 0.25f), db(C, 0.125f), dx_ref = dx, dw_ref = dw, db_ref = db;
   layernorm_backward(dx.data(), dw.data(), db.data(), dy.data(), x.data(), w.data(), m.data(), r.data(), N,
@@ -70,7 +70,8 @@ TEST_P(Layers, LayerNormFastMatchesRefAndFiniteDifferences) {
   layernorm_backward_ref(gx.data(), gw.data(), gb.data(), dy.data(), x.data(), w.data(), m_ref.data(),
                          r_ref.data(), N, C);
   auto f = [&] {
-    layernorm_forward_ref(y_ref.data(), m_ref.data(), r_ref.data(), x.data(), w.data(), b.data(), N, C);
+    layernorm_forward_ref(y_ref.data(), m_ref.data(), r_ref.data(), x.data(), w.data(), b.data(), N, C,
+                          1e-5f);
     return dot(y_ref, dy);
   };
   check_fd(x, gx, f, "layernorm dx");

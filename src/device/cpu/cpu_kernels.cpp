@@ -115,8 +115,8 @@ void CpuKernels::encoder_backward(float* dwte, float* dwpe, const float* dout, c
 }
 
 void CpuKernels::layernorm_forward(float* out, float* mean, float* rstd, const float* inp,
-                                   const float* weight, const float* bias, int N, int C) {
-  tz::layernorm_forward(out, mean, rstd, inp, weight, bias, N, C);
+                                   const float* weight, const float* bias, int N, int C, float eps) {
+  tz::layernorm_forward(out, mean, rstd, inp, weight, bias, N, C, eps);
 }
 
 void CpuKernels::layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout,

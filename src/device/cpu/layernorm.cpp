@@ -1,6 +1,7 @@
-// LayerNorm over the last dimension (C) of N rows, eps = 1e-5:
+// LayerNorm over the last dimension (C) of N rows, eps given (1e-5 for GPT-2):
 //   mean = sum(x)/C, rstd = 1/sqrt(sum((x-mean)^2)/C + eps), n = (x-mean) rstd, y = n w + b.
 // Backward, with g = dy w:  dx += rstd (g - mean(g) - n mean(g n)),  dw += dy n,  db += dy.
+// Without bias (b null, db null) y = n w and no db is summed.
 // The fast path splits rows over the kernel threads. Backward sums the weight gradients of fixed
 // 64-row parts (a count set by N alone, never by the thread count) into a scratch each, then adds the
 // parts in order, so the result is bitwise the same for any thread count.
@@ -19,7 +20,7 @@ constexpr float kEps = 1e-5f;
 constexpr int kBackwardPartRows = 64;  // rows per weight-gradient partial sum
 
 TZ_AVX2 void ln_forward_rows(float* out, float* mean, float* rstd, const float* inp, const float* w,
-                             const float* b, std::size_t r0, std::size_t r1, int C) {
+                             const float* b, std::size_t r0, std::size_t r1, int C, float eps) {
   for (std::size_t r = r0; r < r1; ++r) {
     const float* x = inp + r * C;
     float* y = out + r * C;
@@ -37,8 +38,11 @@ TZ_AVX2 void ln_forward_rows(float* out, float* mean, float* rstd, const float* 
     }
     float v = simd::hsum256(acc);
     for (; c < C; ++c) v += (x[c] - m) * (x[c] - m);
-    const float rs = 1.0f / std::sqrt(v / C + kEps);
-    for (c = 0; c < C; ++c) y[c] = (x[c] - m) * rs * w[c] + b[c];
+    const float rs = 1.0f / std::sqrt(v / C + eps);
+    if (b)
+      for (c = 0; c < C; ++c) y[c] = (x[c] - m) * rs * w[c] + b[c];
+    else
+      for (c = 0; c < C; ++c) y[c] = (x[c] - m) * rs * w[c];
     mean[r] = m;
     rstd[r] = rs;
   }
@@ -81,16 +85,16 @@ TZ_AVX2 void ln_backward_rows(float* dinp, float* dw, float* db, const float* do
 }  // namespace
 
 void layernorm_forward_ref(float* out, float* mean, float* rstd, const float* inp, const float* weight,
-                           const float* bias, int N, int C) {
+                           const float* bias, int N, int C, float eps) {
   for (int r = 0; r < N; ++r) {
     const float* x = inp + static_cast<std::size_t>(r) * C;
     float s = 0;
     for (int c = 0; c < C; ++c) s += x[c];
     float m = s / C, v = 0;
     for (int c = 0; c < C; ++c) v += (x[c] - m) * (x[c] - m);
-    float rs = 1.0f / std::sqrt(v / C + kEps);
+    float rs = 1.0f / std::sqrt(v / C + eps);
     for (int c = 0; c < C; ++c)
-      out[static_cast<std::size_t>(r) * C + c] = (x[c] - m) * rs * weight[c] + bias[c];
+      out[static_cast<std::size_t>(r) * C + c] = (x[c] - m) * rs * weight[c] + (bias ? bias[c] : 0.0f);
     mean[r] = m;
     rstd[r] = rs;
   }
@@ -113,16 +117,16 @@ void layernorm_backward_ref(float* dinp, float* dweight, float* dbias, const flo
       float n = (x[c] - mean[r]) * rstd[r];
       dinp[static_cast<std::size_t>(r) * C + c] += rstd[r] * (dy[c] * weight[c] - sg - n * sgn);
       dweight[c] += dy[c] * n;
-      dbias[c] += dy[c];
+      if (dbias) dbias[c] += dy[c];
     }
   }
 }
 
 void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, const float* weight,
-                       const float* bias, int N, int C) {
-  if (!simd::have_avx2_fma()) return layernorm_forward_ref(out, mean, rstd, inp, weight, bias, N, C);
+                       const float* bias, int N, int C, float eps) {
+  if (!simd::have_avx2_fma()) return layernorm_forward_ref(out, mean, rstd, inp, weight, bias, N, C, eps);
   parallel_for(N, 16, [&](std::size_t r0, std::size_t r1) {
-    ln_forward_rows(out, mean, rstd, inp, weight, bias, r0, r1, C);
+    ln_forward_rows(out, mean, rstd, inp, weight, bias, r0, r1, C, eps);
   });
 }
 
@@ -139,14 +143,14 @@ void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* 
     for (std::size_t p = p0; p < p1; ++p) {
       std::size_t r0 = N * p / parts, r1 = N * (p + 1) / parts;
       float* pw = partial_base + p * 2 * C;
-      ln_backward_rows(dinp, pw, pw + C, dout, inp, weight, mean, rstd, r0, r1, C);
+      ln_backward_rows(dinp, pw, dbias ? pw + C : nullptr, dout, inp, weight, mean, rstd, r0, r1, C);
     }
   });
   for (int p = 0; p < parts; ++p) {
     const float* pw = partial.data() + static_cast<std::size_t>(p) * 2 * C;
     for (int c = 0; c < C; ++c) {
       dweight[c] += pw[c];
-      dbias[c] += pw[C + c];
+      if (dbias) dbias[c] += pw[C + c];
     }
   }
 }

@@ -26,19 +26,21 @@ void encoder_backward(float* dwte, float* dwpe, const float* dout, const std::in
                       int C);
 
 // ---- LayerNorm (layernorm.cpp) ----
-// out = (inp - mean) * rstd * weight + bias, per row; eps = 1e-5 (PyTorch's default).
+// out = (inp - mean) * rstd * weight + bias, per row, rstd = 1 / sqrt(var + eps) (PyTorch's default
+// eps is 1e-5; GPT-NeoX configs name theirs). bias null: a LayerNorm without bias (out has no + bias).
 void layernorm_forward(float* out,           // (N, C)
                        float* mean,          // (N)
                        float* rstd,          // (N)
                        const float* inp,     // (N, C)
                        const float* weight,  // (C)
-                       const float* bias,    // (C)
-                       int N, int C);
+                       const float* bias,    // (C) or null
+                       int N, int C, float eps);
 // dinp is ACCUMULATED (+=): the LayerNorm input is the residual stream, whose gradient sums.
+// dbias null: the LayerNorm has no bias (nothing is summed for it).
 void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
                         const float* weight, const float* mean, const float* rstd, int N, int C);
 void layernorm_forward_ref(float* out, float* mean, float* rstd, const float* inp, const float* weight,
-                           const float* bias, int N, int C);
+                           const float* bias, int N, int C, float eps);
 void layernorm_backward_ref(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
                             const float* weight, const float* mean, const float* rstd, int N, int C);
 

@@ -251,9 +251,9 @@ void CudaKernels::encoder_backward(float* dwte, float* dwpe, const float* dout, 
 }
 
 void CudaKernels::layernorm_forward(float* out, float* mean, float* rstd, const float* inp,
-                                    const float* weight, const float* bias, int N, int C) {
+                                    const float* weight, const float* bias, int N, int C, float eps) {
   backend_.bind();
-  cuda::layernorm_forward(stream(), out, mean, rstd, inp, weight, bias, N, C);
+  cuda::layernorm_forward(stream(), out, mean, rstd, inp, weight, bias, N, C, eps);
   finish("layernorm_forward");
 }
 

@@ -71,9 +71,9 @@ void encoder_forward(cudaStream_t s, float* out, const std::int32_t* tokens, con
                      const bf16_bits* wte_b16, const float* wpe, int B, int T, int C, int V);
 void encoder_backward(cudaStream_t s, float* dwte, float* dwpe, const float* dout, const std::int32_t* tokens,
                       int B, int T, int C, int V);
-// layernorm.cu
+// layernorm.cu. bias null: no bias; dbias null in backward: nothing summed for it.
 void layernorm_forward(cudaStream_t s, float* out, float* mean, float* rstd, const float* inp,
-                       const float* weight, const float* bias, int N, int C);
+                       const float* weight, const float* bias, int N, int C, float eps);
 void layernorm_backward(cudaStream_t s, float* dinp, float* dweight, float* dbias, const float* dout,
                         const float* inp, const float* weight, const float* mean, const float* rstd, int N,
                         int C);

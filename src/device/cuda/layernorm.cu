@@ -1,6 +1,7 @@
-// LayerNorm over the last dimension (C) of N rows on the GPU, eps = 1e-5 (device/cpu/layernorm.cpp):
+// LayerNorm over the last dimension (C) of N rows on the GPU, eps given (device/cpu/layernorm.cpp):
 //   mean = sum(x)/C, rstd = 1/sqrt(sum((x-mean)^2)/C + eps), n = (x-mean) rstd, y = n w + b;
 //   backward, g = dy w:  dx += rstd (g - mean(g) - n mean(g n)),  dw += dy n,  db += dy.
+// Without bias (b null, db null) y = n w and no db is summed.
 // Threads: forward and backward's dx use one block of kThreads per row, each thread striding over c,
 // its partial sums combined by a fixed tree (warp shuffles, then the warps in order). The weight
 // gradients follow the cpu backend's fast path: fixed 64-row parts (a count set by N alone), one
@@ -39,7 +40,7 @@ __device__ float block_sum(float v, float* scratch) {
 
 // grid: N rows; block: kThreads.
 __global__ void layernorm_forward_kernel(float* out, float* mean, float* rstd, const float* inp,
-                                         const float* weight, const float* bias, int C) {
+                                         const float* weight, const float* bias, int C, float eps) {
   __shared__ float scratch[kWarps];
   const std::size_t r = blockIdx.x;
   const float* x = inp + r * C;
@@ -51,9 +52,12 @@ __global__ void layernorm_forward_kernel(float* out, float* mean, float* rstd, c
     const float d = x[c] - m;
     v += d * d;
   }
-  const float rs = 1.0f / sqrtf(block_sum(v, scratch) / C + kEps);
+  const float rs = 1.0f / sqrtf(block_sum(v, scratch) / C + eps);
   float* y = out + r * C;
-  for (int c = threadIdx.x; c < C; c += blockDim.x) y[c] = (x[c] - m) * rs * weight[c] + bias[c];
+  if (bias)
+    for (int c = threadIdx.x; c < C; c += blockDim.x) y[c] = (x[c] - m) * rs * weight[c] + bias[c];
+  else
+    for (int c = threadIdx.x; c < C; c += blockDim.x) y[c] = (x[c] - m) * rs * weight[c];
   if (threadIdx.x == 0) {
     mean[r] = m;
     rstd[r] = rs;
@@ -105,28 +109,28 @@ __global__ void layernorm_backward_parts_kernel(float* partial, const float* dou
   pw[C + c] = db;
 }
 
-// One thread per column: dweight, dbias += the parts in order.
+// One thread per column: dweight, dbias (if not null) += the parts in order.
 __global__ void layernorm_backward_sum_parts_kernel(float* dweight, float* dbias, const float* partial, int C,
                                                     int parts) {
   const int c = blockIdx.x * blockDim.x + threadIdx.x;
   if (c >= C) return;
-  float dw = dweight[c], db = dbias[c];
+  float dw = dweight[c], db = dbias ? dbias[c] : 0.0f;
   for (int p = 0; p < parts; ++p) {
     const float* pw = partial + static_cast<std::size_t>(p) * 2 * C;
     dw += pw[c];
     db += pw[C + c];
   }
   dweight[c] = dw;
-  dbias[c] = db;
+  if (dbias) dbias[c] = db;
 }
 
 }  // namespace
 
 void layernorm_forward(cudaStream_t s, float* out, float* mean, float* rstd, const float* inp,
-                       const float* weight, const float* bias, int N, int C) {
+                       const float* weight, const float* bias, int N, int C, float eps) {
   if (N <= 0 || C <= 0) return;
   layernorm_forward_kernel<<<static_cast<unsigned>(N), kThreads, 0, s>>>(out, mean, rstd, inp, weight, bias,
-                                                                         C);
+                                                                         C, eps);
   check(cudaGetLastError(), "layernorm_forward");
 }
 
