@@ -14,7 +14,7 @@ packages=(
   python3-torch python3-numpy  # the checkpoint export test reads safetensors in PyTorch (about 2 min to install)
 )
 if [ "${TZ_WITH_TORCH:-0}" = 1 ]; then
-  packages+=(python3-regex)  # only for regenerating the GPT-2 pre-tokenizer table and fixture
+  packages+=(python3-regex)  # only for regenerating the pre-tokenizer table and fixtures (GPT-2, Llama 3)
 fi
 missing=()
 for p in "${packages[@]}"; do

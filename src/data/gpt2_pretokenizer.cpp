@@ -5,16 +5,10 @@
 namespace tz {
 namespace {
 
-struct Unit {
-  CodePointClass cls;
-  int bytes;
-};
+using Unit = ClassedUnit;
 
 Unit unit_at(std::string_view s, std::size_t i) {
-  const unsigned char* p = reinterpret_cast<const unsigned char*>(s.data()) + i;
-  if (p[0] < 0x80) return {code_point_class(p[0]), 1};
-  const Utf8Unit u = decode_utf8_unit(p, s.size() - i);
-  return {u.valid ? code_point_class(u.code_point) : CodePointClass::other, u.bytes};
+  return classed_unit_at(s, i);
 }
 
 // End of the run of class `cls` that starts at i.

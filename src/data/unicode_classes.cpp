@@ -60,4 +60,11 @@ Utf8Unit decode_utf8_unit(const unsigned char* p, std::size_t n) {
   return {cp, len, true};
 }
 
+ClassedUnit classed_unit_at(std::string_view s, std::size_t i) {
+  const unsigned char* p = reinterpret_cast<const unsigned char*>(s.data()) + i;
+  if (p[0] < 0x80) return {code_point_class(p[0]), 1};
+  const Utf8Unit u = decode_utf8_unit(p, s.size() - i);
+  return {u.valid ? code_point_class(u.code_point) : CodePointClass::other, u.bytes};
+}
+
 }  // namespace tz

@@ -10,6 +10,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string_view>
 
 namespace tz {
 
@@ -32,5 +33,12 @@ struct Utf8Unit {
 };
 // Decodes the unit starting at p (n > 0 bytes available).
 Utf8Unit decode_utf8_unit(const unsigned char* p, std::size_t n);
+
+// The class and length of the unit at byte i of s (i < s.size()); an invalid byte is other.
+struct ClassedUnit {
+  CodePointClass cls;
+  int bytes;
+};
+ClassedUnit classed_unit_at(std::string_view s, std::size_t i);
 
 }  // namespace tz
