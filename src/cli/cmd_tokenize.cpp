@@ -1,8 +1,9 @@
-// `tierzero tokenize`: text files -> llm.c token shards with GPT-2's byte-level BPE.
+// `tierzero tokenize`: text files -> llm.c token shards with byte-level BPE (GPT-2, GPT-NeoX, Llama 3).
 //   tierzero tokenize --tokenizer DIR --out PREFIX [--shard-tokens N] [--no-eot] TEXT...
 // DIR holds GPT-2's vocab.json + merges.txt or a Hugging Face tokenizer.json (or is that file).
 // Each TEXT file is one document, memory-mapped and encoded in bounded memory; like llm.c's
-// writers, every document is preceded by <|endoftext|> when the vocabulary has it. The shards are
+// writers, every document is preceded by the vocabulary's document separator: <|endoftext|>, else
+// <|begin_of_text|> (Llama 3), when it has one. The shards are
 // PREFIX_000000.bin, PREFIX_000001.bin, ... of N tokens each (the last one shorter): uint16 when
 // the vocabulary fits (magic 20240520), else uint32 (magic 20240801, llm.c's Llama-3 format).
 // `--train-vocab V` first trains a V-token vocabulary on the TEXT files and writes it to DIR.
@@ -92,14 +93,15 @@ int run_tokenize(const TokenizeArgs& a) {
   }
   BpeTokenizer tok = BpeTokenizer::load(a.tokenizer);
   const int token_bytes = tok.vocab_size() <= 65536 ? 2 : 4;
-  fmt::print("tokenizer {}: {} tokens, {} merges; shards of uint{} tokens{}\n", tok.vocabulary().origin,
-             tok.vocab_size(), tok.vocabulary().merges.size(), 8 * token_bytes,
+  fmt::print("tokenizer {}: {} tokens, {} merges, {} pre-tokenizer; shards of uint{} tokens{}\n",
+             tok.vocabulary().origin, tok.vocab_size(), tok.vocabulary().merges.size(),
+             pretokenizer_name(tok.pretokenizer()), 8 * token_bytes,
              tok.merges_in_training_order() ? "" : " (merges not in training order: GPT-2's reference loop)");
-  const bool eot = !a.no_eot && tok.end_of_text().has_value();
+  const bool eot = !a.no_eot && tok.document_separator().has_value();
   ShardRoller out(a.out, static_cast<std::size_t>(a.shard_tokens), token_bytes);
   const auto t0 = std::chrono::steady_clock::now();
   for (const auto& f : files) {
-    if (eot) out.append(std::vector<std::int32_t>{*tok.end_of_text()});
+    if (eot) out.append(std::vector<std::int32_t>{*tok.document_separator()});
     tok.encode_chunked(view(*f), 1 << 20, [&](std::span<const std::int32_t> t) { out.append(t); });
   }
   out.finish();
@@ -123,7 +125,7 @@ const bool tokenize_registered = register_command(
        o.text("--out", a->out, "output prefix: PREFIX_000000.bin, PREFIX_000001.bin, ...", "none");
        o.integer("--shard-tokens", a->shard_tokens, 1, INT32_MAX,
                  "tokens per shard (llm.c's header counts them in an int32)");
-       o.flag("--no-eot", a->no_eot, "do not put <|endoftext|> before each document");
+       o.flag("--no-eot", a->no_eot, "do not put <|endoftext|> (or <|begin_of_text|>) before each document");
        o.integer("--train-vocab", a->train_vocab, 257, 1 << 20,
                  "train a byte-level BPE vocabulary of this many tokens on the texts first", "none");
        o.text("texts", a->texts, "text files, one document each")->required();

@@ -5,7 +5,7 @@
 
 #include "core/error.hpp"
 #include "data/bpe_pair_key.hpp"
-#include "data/gpt2_pretokenizer.hpp"
+#include "data/pretokenizer.hpp"
 
 namespace tz {
 
@@ -22,8 +22,10 @@ BpeTokenizer::BpeTokenizer(BpeVocabulary vocab) : vocab_(std::move(vocab)) {
       fail_input("tokenizer {}: byte 0x{:02x} has no token, so not every text can be encoded", where, b);
     byte_token_[b] = it->second;
   }
-  for (auto id : vocab_.special)
+  for (auto id : vocab_.special) {
     if (vocab_.tokens[id] == "<|endoftext|>") eot_ = id;
+    if (vocab_.tokens[id] == "<|begin_of_text|>") bot_ = id;
+  }
   std::vector<bool> formed(vocab_.tokens.size(), false);  // a byte token, or the result of an earlier merge
   for (int b = 0; b < 256; ++b) formed[byte_token_[b]] = true;
   for (std::size_t r = 0; r < vocab_.merges.size(); ++r) {
@@ -42,6 +44,15 @@ BpeTokenizer::BpeTokenizer(BpeVocabulary vocab) : vocab_(std::move(vocab)) {
     training_order_ = training_order_ && formed[a] && formed[b];
     formed[it->second] = true;
   }
+  if (vocab_.ignore_merges) whole_tokens_.insert(ids.begin(), ids.end());
+}
+
+bool BpeTokenizer::emit_whole_token(std::string_view piece, std::vector<std::int32_t>& out) const {
+  if (!vocab_.ignore_merges) return false;
+  const auto it = whole_tokens_.find(piece);
+  if (it == whole_tokens_.end()) return false;
+  out.push_back(it->second);
+  return true;
 }
 
 const BpeTokenizer::Merge* BpeTokenizer::find_merge(std::int32_t a, std::int32_t b) const {
@@ -117,6 +128,7 @@ void BpeTokenizer::encode_piece(std::string_view piece, std::vector<std::int32_t
     out.push_back(byte_token_[static_cast<unsigned char>(piece[0])]);
     return;
   }
+  if (emit_whole_token(piece, out)) return;
   if (!training_order_) {
     merge_ref(piece, out);
     return;
@@ -140,7 +152,7 @@ void BpeTokenizer::encode_piece(std::string_view piece, std::vector<std::int32_t
 }
 
 void BpeTokenizer::encode(std::string_view text, std::vector<std::int32_t>& out) {
-  Gpt2PreTokenizer pre(text);
+  PreTokenizer pre(vocab_.pretokenizer, text);
   std::string_view piece;
   while (pre.next(piece)) encode_piece(piece, out);
 }
@@ -148,7 +160,7 @@ void BpeTokenizer::encode(std::string_view text, std::vector<std::int32_t>& out)
 void BpeTokenizer::encode_chunked(std::string_view text, std::size_t chunk_tokens,
                                   const std::function<void(std::span<const std::int32_t>)>& sink) {
   std::vector<std::int32_t> buf;
-  Gpt2PreTokenizer pre(text);
+  PreTokenizer pre(vocab_.pretokenizer, text);
   std::string_view piece;
   while (pre.next(piece)) {
     encode_piece(piece, buf);
@@ -168,7 +180,8 @@ std::vector<std::int32_t> BpeTokenizer::encode(std::string_view text) {
 
 std::vector<std::int32_t> BpeTokenizer::encode_ref(std::string_view text) const {
   std::vector<std::int32_t> out;
-  for (std::string_view piece : gpt2_pretokenize(text)) merge_ref(piece, out);
+  for (std::string_view piece : pretokenize(vocab_.pretokenizer, text))
+    if (!emit_whole_token(piece, out)) merge_ref(piece, out);
   return out;
 }
 

@@ -1,10 +1,13 @@
-// GPT-2's byte-level BPE encoder and decoder over a BpeVocabulary (bpe_vocabulary.hpp).
+// A byte-level BPE encoder and decoder (GPT-2, GPT-NeoX, Llama 3) over a BpeVocabulary
+// (bpe_vocabulary.hpp).
 //
-// Encoding a text: cut it into pre-tokens (gpt2_pretokenizer.hpp); each pre-token's bytes start as
-// one symbol per byte (the byte's token); then merges are applied by rank: repeatedly take the
-// adjacent pair whose merge has the lowest rank and merge its occurrences left to right, until no
-// adjacent pair has a merge. The ids of the final symbols are the tokens. Decoding concatenates the
-// tokens' bytes, so decode(encode(x)) == x for every byte string x (invalid UTF-8 included).
+// Encoding a text: cut it into pre-tokens with the vocabulary's pattern (pretokenizer.hpp: GPT-2's
+// or Llama 3's); with ignore_merges a pre-token that is a token is that token; otherwise each
+// pre-token's bytes start as one symbol per byte (the byte's token); then merges are applied by
+// rank: repeatedly take the adjacent pair whose merge has the lowest rank and merge its occurrences
+// left to right, until no adjacent pair has a merge. The ids of the final symbols are the tokens.
+// Decoding concatenates the tokens' bytes, so decode(encode(x)) == x for every byte string x
+// (invalid UTF-8 included).
 //
 // Two implementations of the merging, tested against each other:
 //   - encode_ref: exactly GPT-2's loop (scan all pairs for the lowest rank, merge all its
@@ -15,8 +18,8 @@
 //     earlier merges (true of every trained BPE: a token exists before it is merged again). A
 //     vocabulary without that property is encoded with the reference loop
 //     (merges_in_training_order() says which).
-// Special tokens (<|endoftext|>) are never produced from text: text that spells one is encoded as
-// ordinary text, as GPT-2's encoder and tiktoken's encode_ordinary do.
+// Special tokens (<|endoftext|>, <|begin_of_text|>) are never produced from text: text that spells
+// one is encoded as ordinary text, as GPT-2's encoder and tiktoken's encode_ordinary do.
 #pragma once
 
 #include <cstdint>
@@ -53,6 +56,10 @@ class BpeTokenizer {
   std::optional<std::int32_t> end_of_text() const {
     return eot_;
   }  // "<|endoftext|>", if the vocabulary has it
+  // The special token written before each document: "<|endoftext|>" (GPT-2, GPT-NeoX, as llm.c's
+  // writers do), else "<|begin_of_text|>" (Llama 3, whose post-processor starts every text with it).
+  std::optional<std::int32_t> document_separator() const { return eot_ ? eot_ : bot_; }
+  PreTokenizerPattern pretokenizer() const { return vocab_.pretokenizer; }
   bool merges_in_training_order() const { return training_order_; }
   const BpeVocabulary& vocabulary() const { return vocab_; }
 
@@ -64,11 +71,12 @@ class BpeTokenizer {
   void merge_ref(std::string_view piece, std::vector<std::int32_t>& out) const;
   void merge_heap(std::string_view piece, std::vector<std::int32_t>& out);
   void encode_piece(std::string_view piece, std::vector<std::int32_t>& out);
+  bool emit_whole_token(std::string_view piece, std::vector<std::int32_t>& out) const;
 
   BpeVocabulary vocab_;
   std::int32_t byte_token_[256];
   std::unordered_map<std::uint64_t, Merge> merges_;  // (left << 32 | right) -> rank, result
-  std::optional<std::int32_t> eot_;
+  std::optional<std::int32_t> eot_, bot_;
   bool training_order_ = true;
 
   // Cache of pre-token -> tokens; cleared when it reaches kCacheEntries (bounded memory).
@@ -81,6 +89,8 @@ class BpeTokenizer {
   std::unordered_map<std::string, std::pair<std::uint32_t, std::uint32_t>, StringHash, std::equal_to<>>
       cache_;
   std::vector<std::int32_t> cache_tokens_;
+  // Token bytes -> id of the ordinary tokens, kept only for ignore_merges.
+  std::unordered_map<std::string, std::int32_t, StringHash, std::equal_to<>> whole_tokens_;
   // Scratch of merge_heap, kept across calls.
   std::vector<std::int32_t> sym_, prev_, next_;
 };

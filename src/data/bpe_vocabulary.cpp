@@ -13,6 +13,7 @@
 #include "core/json_excerpt.hpp"
 #include "core/json_fields.hpp"
 #include "core/output_file.hpp"
+#include "data/tokenizer_json_pipeline.hpp"
 #include "data/unicode_classes.hpp"
 
 namespace tz {
@@ -185,19 +186,19 @@ BpeVocabulary read_hf_tokenizer_json(const std::string& path) {
   if (model.value("type", std::string()) != "BPE")
     fail_input("{}: key 'model.type' is {:.40}; only \"BPE\" is supported", where,
                model.contains("type") ? model["type"].dump() : std::string("missing"));
-  check_null_or(doc, "normalizer", nullptr, where);
   check_null_or(model, "dropout", nullptr, where);
   check_null_or(model, "continuing_subword_prefix", "", where);
   check_null_or(model, "end_of_word_suffix", "", where);
   check_null_or(model, "byte_fallback", false, where);
-  const nlohmann::json pre = doc.value("pre_tokenizer", nlohmann::json());
-  if (!pre.is_object() || pre.value("type", std::string()) != "ByteLevel")
-    fail_input("{}: key 'pre_tokenizer' is {:.60}; GPT-2's byte-level BPE needs {{\"type\": \"ByteLevel\"}}",
-               where, pre.dump());
-  check_null_or(pre, "add_prefix_space", false, where);
-  check_null_or(pre, "use_regex", true, where);
   BpeVocabulary vocab;
   vocab.origin = path;
+  vocab.pretokenizer = read_tokenizer_json_pipeline(doc, where);
+  if (model.contains("ignore_merges") && !model["ignore_merges"].is_null()) {
+    if (!model["ignore_merges"].is_boolean())
+      fail_input("{}: key 'model.ignore_merges' is {:.40}, expected true or false", where,
+                 model["ignore_merges"].dump());
+    vocab.ignore_merges = model["ignore_merges"].get<bool>();
+  }
   if (!model.contains("vocab")) fail_input("{}: missing key 'model.vocab'", where);
   const auto ids = read_vocab_object(model["vocab"], where + ": model.vocab", vocab);
   const nlohmann::json merges = model.value("merges", nlohmann::json::array());
@@ -229,6 +230,11 @@ BpeVocabulary read_hf_tokenizer_json(const std::string& path) {
     const std::int64_t id = t["id"].get<std::int64_t>();
     const std::string content = t["content"].get<std::string>();
     if (id < 0 || id > 50'000'000) fail_input("{}: id {} out of range", at, id);
+    if (t.contains("special") && t["special"] == false)
+      fail_input(
+          "{}: key 'special' is false for '{:.40}'; such a token is matched in the text before BPE, which "
+          "tierzero does not do (it encodes every text as ordinary text), so it needs true",
+          at, content);
     if (static_cast<std::size_t>(id) >= vocab.tokens.size()) vocab.tokens.resize(id + 1);
     if (!vocab.tokens[id].empty() && vocab.tokens[id] != content)
       fail_input("{}: id {} is '{:.40}' here but another token in model.vocab", at, id, content);

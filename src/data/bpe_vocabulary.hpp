@@ -5,10 +5,11 @@
 //   - merges.txt: an optional "#version" line, then one merge per line, "left right" in that
 //     alphabet, in rank order (the first line is merged first);
 //   - or a Hugging Face tokenizer.json holding the same (model.type "BPE", model.vocab,
-//     model.merges as "left right" strings or [left, right] pairs, added_tokens) with a ByteLevel
-//     pre-tokenizer; settings that change the computation in a way tierzero does not implement
-//     (a normalizer, add_prefix_space, byte_fallback, subword prefixes or suffixes, dropout) are
-//     errors naming the key.
+//     model.merges as "left right" strings or [left, right] pairs, model.ignore_merges,
+//     added_tokens) with the pre-tokenizer of GPT-2 or Llama 3 (tokenizer_json_pipeline.hpp);
+//     settings that change the computation in a way tierzero does not implement (a normalizer,
+//     another pre-tokenizer or pattern, add_prefix_space, byte_fallback, subword prefixes or
+//     suffixes, dropout, added tokens that are not special) are errors naming the key.
 // Every byte must have a token (so any text encodes), every merge's parts and result must be tokens.
 #pragma once
 
@@ -17,6 +18,8 @@
 #include <utility>
 #include <vector>
 
+#include "data/pretokenizer.hpp"
+
 namespace tz {
 
 struct BpeVocabulary {
@@ -24,6 +27,10 @@ struct BpeVocabulary {
   std::vector<std::pair<std::int32_t, std::int32_t>> merges;  // rank -> (left id, right id)
   std::vector<std::int32_t> special;                          // added tokens (never produced by merges)
   std::string origin;                                         // file(s), for messages
+  PreTokenizerPattern pretokenizer = PreTokenizerPattern::gpt2;
+  // A pre-token that is itself a token is that token, merges or not (Llama 3's model.ignore_merges,
+  // tiktoken's rule).
+  bool ignore_merges = false;
 };
 
 // The GPT-2 byte-to-unicode alphabet: byte -> code point, and its inverse (-1: not in the alphabet).

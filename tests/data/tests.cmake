@@ -23,3 +23,8 @@ add_test(NAME tokenize_bad_shard_tokens COMMAND $<TARGET_FILE:tierzero> tokenize
 set_tests_properties(tokenize_bad_shard_tokens PROPERTIES LABELS data PASS_REGULAR_EXPRESSION "--shard-tokens 0")
 add_test(NAME train_data_glob_no_match COMMAND $<TARGET_FILE:tierzero> train --no-progress --steps 1 --data "${TZ_TOK_DIR}/nothing_*.bin")
 set_tests_properties(train_data_glob_no_match PROPERTIES LABELS data PASS_REGULAR_EXPRESSION "pattern '.*nothing_\\*.bin' matches no file")
+# A Llama 3 style tokenizer.json (its own pre-tokenizer pattern) drives `tokenize` end to end.
+add_test(NAME tokenize_llama3_style_tokenizer_json COMMAND $<TARGET_FILE:tierzero> tokenize
+  --tokenizer ${PROJECT_SOURCE_DIR}/tests/fixtures/tokenizers/llama3_style.json --out ${TZ_TOK_DIR}/llama3 ${TZ_TOK_TEXT})
+set_tests_properties(tokenize_llama3_style_tokenizer_json PROPERTIES LABELS data
+  PASS_REGULAR_EXPRESSION "269 tokens, 10 merges, Llama 3 pre-tokenizer; shards of uint16.*1 documents")
