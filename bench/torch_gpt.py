@@ -67,6 +67,13 @@ def gpt2_defaults():
 
 def read_config(doc, origin):
     """The model's shape and architecture (tierzero's GptConfig fields) from any of the readings."""
+    try:
+        return read_config_keys(doc, origin)
+    except KeyError as e:
+        fail(f"{origin}: missing key {e}")
+
+
+def read_config_keys(doc, origin):
     mt = doc.get("model_type", "")
     if doc.get("rope_scaling") not in (None, {}):
         fail(f"{origin}: rope_scaling {doc['rope_scaling']} is not built in the PyTorch benchmark")
