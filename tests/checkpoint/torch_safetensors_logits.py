@@ -1,7 +1,15 @@
 #!/usr/bin/env python3
-"""Reads a GPT-2 safetensors file with json + numpy (no tierzero code, no safetensors package),
-builds GPT-2 in PyTorch the Hugging Face way (Conv1D: y = x W + b with W stored (in, out); LM head
-tied to wte), runs it on a batch of tokens and compares its logits with tierzero's.
+"""Reads a safetensors file with json + numpy (no tierzero code, no safetensors or transformers
+package), builds the model in plain PyTorch the Hugging Face way from its config.json, runs it on a
+batch of tokens and compares its logits with tierzero's:
+  - GPT-2 (tierzero's config keys: n_layer, n_embd, ...): Conv1D, y = x W + b with W stored
+    (in, out); LM head tied to wte;
+  - "model_type": "llama" (LlamaForCausalLM's keys and names): RMSNorm, rotary on whole heads with
+    rotate_half (llama3 rope_scaling too), grouped-query attention (key/value head h // (H / KV)),
+    SwiGLU down(silu(gate x) * up x), optional attention/MLP biases, lm_head or the tied embedding;
+  - "model_type": "gpt_neox" (GPTNeoXForCausalLM's): LayerNorm, query_key_value grouped per head as
+    [q_h | k_h | v_h], rotary on the first rotary_pct of each head, the parallel residual
+    x + attn(ln_1 x) + mlp(ln_2 x) (or sequential), GELU exact ("gelu") or tanh, embed_out.
 
     /usr/bin/python3 torch_safetensors_logits.py --model FILE.safetensors --config config.json \
         --tokens tokens.bin --logits logits.bin --batch B --seq T [--tolerance 1e-5]
@@ -65,6 +73,108 @@ def gpt2_logits(p, cfg, idx):
     return x @ p["wte.weight"].t()
 
 
+def rotary_tables(dims, t, theta, scaling=None):
+    """cos, sin (t, dims) of Hugging Face's rotary embedding (inv_freq over even dimensions, the
+    frequencies repeated for the two halves rotate_half pairs), llama3 rescaling when given."""
+    inv_freq = 1.0 / (theta ** (torch.arange(0, dims, 2, dtype=torch.float64) / dims))
+    if scaling:
+        factor, low, high = scaling["factor"], scaling["low_freq_factor"], scaling["high_freq_factor"]
+        old = scaling["original_max_position_embeddings"]
+        wavelen = 2 * math.pi / inv_freq
+        scaled = torch.where(wavelen > old / low, inv_freq / factor, inv_freq)
+        smooth = (old / wavelen - low) / (high - low)
+        smoothed = (1 - smooth) * scaled / factor + smooth * scaled
+        medium = (wavelen >= old / high) & (wavelen <= old / low)
+        inv_freq = torch.where(medium, smoothed, scaled)
+    freqs = torch.outer(torch.arange(t, dtype=torch.float64), inv_freq)
+    emb = torch.cat((freqs, freqs), dim=-1)
+    return emb.cos().float(), emb.sin().float()
+
+
+def rotate_half(x):
+    x1, x2 = x.chunk(2, dim=-1)
+    return torch.cat((-x2, x1), dim=-1)
+
+
+def causal_attention(q, k, v):
+    """q (b, H, t, D); k, v (b, KV, t, D), each key/value head serving H / KV query heads in turn."""
+    rep = q.shape[1] // k.shape[1]
+    k, v = k.repeat_interleave(rep, dim=1), v.repeat_interleave(rep, dim=1)
+    t = q.shape[2]
+    mask = torch.tril(torch.ones(t, t, dtype=torch.bool))
+    att = (q @ k.transpose(-2, -1)) / math.sqrt(q.shape[-1])
+    att = att.masked_fill(~mask, float("-inf")).softmax(dim=-1)
+    b, H, _, D = q.shape
+    return (att @ v).transpose(1, 2).reshape(b, t, H * D)
+
+
+def linear(x, p, name):
+    y = x @ p[name + ".weight"].t()
+    return y + p[name + ".bias"] if name + ".bias" in p else y
+
+
+def llama_logits(p, cfg, idx):
+    C, L, H = cfg["hidden_size"], cfg["num_hidden_layers"], cfg["num_attention_heads"]
+    KV = cfg.get("num_key_value_heads") or H
+    D, eps = C // H, cfg.get("rms_norm_eps", 1e-6)
+    b, t = idx.shape
+
+    def rms_norm(x, w):
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * w
+
+    cos, sin = rotary_tables(D, t, cfg.get("rope_theta", 10000.0), cfg.get("rope_scaling"))
+    x = p["model.embed_tokens.weight"][idx]
+    for i in range(L):
+        a = f"model.layers.{i}."
+        y = rms_norm(x, p[a + "input_layernorm.weight"])
+        q = linear(y, p, a + "self_attn.q_proj").view(b, t, H, D).transpose(1, 2)
+        k = linear(y, p, a + "self_attn.k_proj").view(b, t, KV, D).transpose(1, 2)
+        v = linear(y, p, a + "self_attn.v_proj").view(b, t, KV, D).transpose(1, 2)
+        q, k = q * cos + rotate_half(q) * sin, k * cos + rotate_half(k) * sin
+        x = x + linear(causal_attention(q, k, v), p, a + "self_attn.o_proj")
+        y = rms_norm(x, p[a + "post_attention_layernorm.weight"])
+        y = F.silu(linear(y, p, a + "mlp.gate_proj")) * linear(y, p, a + "mlp.up_proj")
+        x = x + linear(y, p, a + "mlp.down_proj")
+    x = rms_norm(x, p["model.norm.weight"])
+    return x @ p.get("lm_head.weight", p["model.embed_tokens.weight"]).t()
+
+
+def neox_logits(p, cfg, idx):
+    C, L, H = cfg["hidden_size"], cfg["num_hidden_layers"], cfg["num_attention_heads"]
+    D, eps = C // H, cfg.get("layer_norm_eps", 1e-5)
+    R = int(D * cfg.get("rotary_pct", 0.25))
+    act = cfg.get("hidden_act", "gelu")
+    b, t = idx.shape
+    cos, sin = rotary_tables(R, t, cfg.get("rotary_emb_base", cfg.get("rope_theta", 10000.0)))
+
+    def ln(x, name):
+        return F.layer_norm(x, (C,), p[name + ".weight"], p[name + ".bias"], eps=eps)
+
+    def rope(z):
+        r, rest = z[..., :R], z[..., R:]
+        return torch.cat((r * cos + rotate_half(r) * sin, rest), dim=-1)
+
+    x = p["gpt_neox.embed_in.weight"][idx]
+    for i in range(L):
+        a = f"gpt_neox.layers.{i}."
+        qkv = linear(ln(x, a + "input_layernorm"), p, a + "attention.query_key_value").view(b, t, H, 3 * D)
+        q, k, v = (z.transpose(1, 2) for z in qkv.split(D, dim=-1))
+        attn = linear(causal_attention(rope(q), rope(k), v), p, a + "attention.dense")
+
+        def mlp(y):
+            y = linear(y, p, a + "mlp.dense_h_to_4h")
+            y = F.gelu(y) if act == "gelu" else F.gelu(y, approximate="tanh")
+            return linear(y, p, a + "mlp.dense_4h_to_h")
+
+        if cfg.get("use_parallel_residual", True):
+            x = x + attn + mlp(ln(x, a + "post_attention_layernorm"))
+        else:
+            x = x + attn
+            x = x + mlp(ln(x, a + "post_attention_layernorm"))
+    x = ln(x, "gpt_neox.final_layer_norm")
+    return x @ p.get("embed_out.weight", p["gpt_neox.embed_in.weight"]).t()
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--model", required=True)
@@ -78,14 +188,17 @@ def main():
     torch.set_num_threads(1)
     cfg = json.load(open(a.config))
     p = read_safetensors(a.model)
-    V = p["wte.weight"].shape[0]
+    family = cfg.get("model_type", "gpt2")
+    forward = {"llama": llama_logits, "gpt_neox": neox_logits}.get(family, gpt2_logits)
+    embedding = {"llama": "model.embed_tokens.weight", "gpt_neox": "gpt_neox.embed_in.weight"}
+    V = p[embedding.get(family, "wte.weight")].shape[0]
     idx = torch.from_numpy(np.fromfile(a.tokens, dtype="<i4").astype(np.int64).reshape(a.batch, a.seq))
     want = torch.from_numpy(np.fromfile(a.logits, dtype="<f4").reshape(a.batch, a.seq, V))
     with torch.no_grad():
-        got = gpt2_logits(p, cfg, idx)
+        got = forward(p, cfg, idx)
     err = (got - want).abs().max().item()
     scale = max(1.0, want.abs().max().item())
-    print(f"torch vs tierzero logits: max abs error {err:.3e} (scale {scale:.3f}, tolerance {a.tolerance:g})")
+    print(f"{family}: torch vs tierzero logits: max abs error {err:.3e} (scale {scale:.3f}, tolerance {a.tolerance:g})")
     sys.exit(0 if err <= a.tolerance * scale else 1)
 
 
