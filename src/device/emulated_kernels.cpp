@@ -11,6 +11,18 @@ std::size_t matrix_extent(int rows, int cols, int ld) {
   return static_cast<std::size_t>(rows - 1) * static_cast<std::size_t>(ld) + static_cast<std::size_t>(cols);
 }
 
+// Floats of a grouped-query qkv of N rows: [q (H D) | k (KV D) | v (KV D)] each. Negative sizes count as
+// 0 here (the kernel refuses them with its own error).
+std::size_t qkv_floats(std::size_t N, int H, int KV, int D) {
+  const long width = (static_cast<long>(H) + 2L * KV) * D;
+  return width > 0 ? N * static_cast<std::size_t>(width) : 0;
+}
+
+// Floats of one rotary table (T, R/2) (cos or sin); 0 for sizes the kernel refuses.
+std::size_t rotary_table_floats(int T, int R) {
+  return T > 0 && R > 0 ? static_cast<std::size_t>(T) * static_cast<std::size_t>(R / 2) : 0;
+}
+
 }  // namespace
 
 template <typename T>
@@ -139,18 +151,32 @@ void EmulatedKernels::matmul_backward(float* dinp, float* dweight, float* dbias,
                        host(inp, NC), host(weight, W), N, C, OC);
 }
 
-void EmulatedKernels::attention_forward(float* out, float* lse, const float* qkv, int B, int T, int C,
-                                        int H) {
-  const std::size_t N = static_cast<std::size_t>(B) * T;
-  cpu_.attention_forward(host(out, N * C), host(lse, static_cast<std::size_t>(B) * H * T),
-                         host(qkv, 3 * N * C), B, T, C, H);
+void EmulatedKernels::attention_forward(float* out, float* lse, const float* qkv, int B, int T, int H, int KV,
+                                        int D) {
+  const std::size_t N = static_cast<std::size_t>(B) * T, Q = qkv_floats(N, H, KV, D);
+  cpu_.attention_forward(host(out, N * H * D), host(lse, static_cast<std::size_t>(B) * H * T), host(qkv, Q),
+                         B, T, H, KV, D);
 }
 
 void EmulatedKernels::attention_backward(float* dqkv, const float* dout, const float* qkv, const float* out,
-                                         const float* lse, int B, int T, int C, int H) {
-  const std::size_t N = static_cast<std::size_t>(B) * T;
-  cpu_.attention_backward(host(dqkv, 3 * N * C), host(dout, N * C), host(qkv, 3 * N * C), host(out, N * C),
-                          host(lse, static_cast<std::size_t>(B) * H * T), B, T, C, H);
+                                         const float* lse, int B, int T, int H, int KV, int D) {
+  const std::size_t N = static_cast<std::size_t>(B) * T, Q = qkv_floats(N, H, KV, D), O = N * H * D;
+  cpu_.attention_backward(host(dqkv, Q), host(dout, O), host(qkv, Q), host(out, O),
+                          host(lse, static_cast<std::size_t>(B) * H * T), B, T, H, KV, D);
+}
+
+void EmulatedKernels::rotary_forward(float* qkv, const float* cos, const float* sin, int B, int T, int H,
+                                     int KV, int D, int R) {
+  const std::size_t Q = qkv_floats(static_cast<std::size_t>(B) * T, H, KV, D),
+                    table = rotary_table_floats(T, R);
+  cpu_.rotary_forward(host(qkv, Q), host(cos, table), host(sin, table), B, T, H, KV, D, R);
+}
+
+void EmulatedKernels::rotary_backward(float* dqkv, const float* cos, const float* sin, int B, int T, int H,
+                                      int KV, int D, int R) {
+  const std::size_t Q = qkv_floats(static_cast<std::size_t>(B) * T, H, KV, D),
+                    table = rotary_table_floats(T, R);
+  cpu_.rotary_backward(host(dqkv, Q), host(cos, table), host(sin, table), B, T, H, KV, D, R);
 }
 
 void EmulatedKernels::gelu_forward(float* out, const float* inp, long n) {

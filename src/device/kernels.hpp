@@ -82,10 +82,20 @@ class Kernels {
                               int OC) = 0;
   virtual void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
                                WeightRef weight, int N, int C, int OC) = 0;
-  // Tiled attention: lse (B, H, T) is the row statistic that backward recomputes P from.
-  virtual void attention_forward(float* out, float* lse, const float* qkv, int B, int T, int C, int H) = 0;
+  // Tiled attention with grouped-query heads: qkv rows are [q (H D) | k (KV D) | v (KV D)], KV divides
+  // H, query head h reads key/value head h / (H / KV); out (B, T, H D); lse (B, H, T) is the row
+  // statistic that backward recomputes P from. KV == H is multi-head attention (C = H D).
+  virtual void attention_forward(float* out, float* lse, const float* qkv, int B, int T, int H, int KV,
+                                 int D) = 0;
+  // dqkv (B, T, (H + 2 KV) D) overwritten; dk and dv of a key/value head sum over its group's query heads.
   virtual void attention_backward(float* dqkv, const float* dout, const float* qkv, const float* out,
-                                  const float* lse, int B, int T, int C, int H) = 0;
+                                  const float* lse, int B, int T, int H, int KV, int D) = 0;
+  // Rotary position embedding in place on qkv's q and k heads (the first R of D dims, Hugging Face's
+  // half-split pairs); cos and sin are (T, R/2) tables, row t for position t. Backward is the transpose.
+  virtual void rotary_forward(float* qkv, const float* cos, const float* sin, int B, int T, int H, int KV,
+                              int D, int R) = 0;
+  virtual void rotary_backward(float* dqkv, const float* cos, const float* sin, int B, int T, int H, int KV,
+                               int D, int R) = 0;
   virtual void gelu_forward(float* out, const float* inp, long n) = 0;
   virtual void gelu_backward(float* dinp, const float* inp, const float* dout, long n) = 0;
   virtual void residual_forward(float* out, const float* a, const float* b, long n) = 0;

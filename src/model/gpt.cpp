@@ -82,7 +82,7 @@ void Gpt::block_forward(const BlockParams& p, const float* x_in, const BlockActs
   timed(S::layernorm,
         [&] { k.layernorm_forward(a.ln1, a.ln1_mean, a.ln1_rstd, x_in, w.ln1_w, w.ln1_b, N, C, 1e-5f); });
   timed(S::qkv, [&] { k.matmul_forward(a.qkv, a.ln1, p.qkv_w, w.qkv_b, N, C, 3 * C); });
-  timed(S::attention, [&] { k.attention_forward(a.atty, a.att_lse, a.qkv, B_, T_, C, H); });
+  timed(S::attention, [&] { k.attention_forward(a.atty, a.att_lse, a.qkv, B_, T_, H, H, C / H); });
   timed(S::attn_proj, [&] { k.matmul_forward(a.res2, a.atty, p.attn_proj_w, w.attn_proj_b, N, C, C); });
   timed(S::residual, [&] { k.residual_forward(a.res2, a.res2, x_in, static_cast<long>(N) * C); });
   timed(S::layernorm,
@@ -159,7 +159,8 @@ void Gpt::block_backward(const BlockParams& p, const BlockView<float>& g, const 
   timed(S::attn_proj, [&] {
     k.matmul_backward(datty_, g.attn_proj_w, g.attn_proj_b, dres_, a.atty, p.attn_proj_w, N, C, C);
   });
-  timed(S::attention, [&] { k.attention_backward(dqkv_, datty_, a.qkv, a.atty, a.att_lse, B_, T_, C, H); });
+  timed(S::attention,
+        [&] { k.attention_backward(dqkv_, datty_, a.qkv, a.atty, a.att_lse, B_, T_, H, H, C / H); });
   timed(S::qkv, [&] { k.matmul_backward(dln_, g.qkv_w, g.qkv_b, dqkv_, a.ln1, p.qkv_w, N, C, 3 * C); });
   timed(S::layernorm, [&] {
     k.layernorm_backward(dres_, g.ln1_w, g.ln1_b, dln_, x_in, w.ln1_w, a.ln1_mean, a.ln1_rstd, N, C);

@@ -30,8 +30,8 @@ GptDecoder::GptDecoder(const ParameterLayout& layout, const float* params, int t
 void GptDecoder::attend(int layer) {
   const GptConfig& c = layout_.config();
   const std::size_t at = static_cast<std::size_t>(layer) * c.n_positions * c.n_embd;
-  attention_decode(atty_.data(), qkv_.data(), k_cache_.data() + at, v_cache_.data() + at, pos_, c.n_embd,
-                   c.n_head);
+  attention_decode(atty_.data(), qkv_.data(), k_cache_.data() + at, v_cache_.data() + at, pos_, c.n_head,
+                   c.n_head, c.n_embd / c.n_head);
 }
 
 const float* GptDecoder::step(std::int32_t token) {

@@ -4,8 +4,8 @@
 // pre-filled with garbage to prove they are overwritten. Bitwise where the CUDA file claims it
 // (encoder with fp32 and bf16 wte, residual, cross-entropy backward, layernorm's dbias on the cpu's
 // AVX2 path); elsewhere |gpu - cpu| <= tol (1 + |cpu|) with the tolerance each CUDA file states:
-//   layernorm 1e-5, attention 1e-5, gelu 2e-6 forward and 2e-5 backward, cross-entropy 1e-5
-//   (probs: 1e-5 relative).
+//   layernorm 1e-5, attention 1e-5 (grouped-query heads too), rotary bitwise, gelu 2e-6 forward and 2e-5
+//   backward, cross-entropy 1e-5 (probs: 1e-5 relative).
 // A token id or a target outside the vocabulary is an InternalError, not a wild access.
 #include <gtest/gtest.h>
 
@@ -202,27 +202,34 @@ TEST_F(CudaLayers, LayerNormWithinTolerance) {
 
 TEST_F(CudaLayers, AttentionWithinTolerance) {
   constexpr double kTol = 1e-5;
-  // {1, 20, 320, 2}: hs = 160; {2, 256, 384, 6}: a model-sized head (hs = 64) over a longer sequence;
-  // {1, 600, 64, 2}: three query tiles of the GPU kernel (the last one short) and three key blocks of
-  // the cpu's.
-  const LayersShape shapes[] = {
-      kLayersShapes[0], kLayersShapes[1], {1, 20, 320, 2, 0}, {2, 256, 384, 6, 0}, {1, 600, 64, 2, 0}};
-  for (const LayersShape& sh : shapes) {
-    const int B = sh.B, T = sh.T, C = sh.C, H = sh.H;
+  struct AttnCase {
+    int B, T, H, KV, D;
+  };
+  // Multi-head: {2, 37, 3, 3, 16} and {3, 130, 2, 2, 96} (the model shapes of kLayersShapes);
+  // {1, 20, 2, 2, 160}: a long head; {2, 256, 6, 6, 64}: a model-sized head over a longer sequence;
+  // {1, 600, 2, 2, 32}: three query tiles of the GPU kernel (the last one short) and three key blocks of
+  // the cpu's. Grouped-query: 4:1, 2:1, 3:1 with odd head counts and head sizes not multiples of 8, and
+  // Llama-like {2, 300, 8, 2, 64}.
+  const AttnCase cases[] = {{2, 37, 3, 3, 16},  {3, 130, 2, 2, 96}, {1, 20, 2, 2, 160},
+                            {2, 256, 6, 6, 64}, {1, 600, 2, 2, 32}, {2, 37, 4, 1, 12},
+                            {1, 70, 6, 3, 7},   {2, 45, 3, 1, 20},  {2, 300, 8, 2, 64}};
+  for (const AttnCase& sh : cases) {
+    const int B = sh.B, T = sh.T, H = sh.H, KV = sh.KV, D = sh.D;
     const std::size_t N = static_cast<std::size_t>(B) * T, S = static_cast<std::size_t>(B) * H * T;
-    const auto qkv = layers_randoms(N * 3 * C, 20), dout = layers_randoms(N * C, 21),
-               garbage = layers_randoms(N * 3 * C, 22);
+    const std::size_t Q = N * (H + 2 * KV) * D, O = N * H * D;
+    const auto qkv = layers_randoms(Q, 20), dout = layers_randoms(O, 21), garbage = layers_randoms(Q, 22);
     Results r[2];
     both(
         [&](Backend& dev) {
           Kernels& k = dev.kernels();
           auto d_qkv = put(dev, qkv);
-          DeviceBuffer<float> out(dev, N * C), lse(dev, S);
-          k.attention_forward(at(out), at(lse), at(d_qkv), B, T, C, H);
+          DeviceBuffer<float> out(dev, O), lse(dev, S);
+          k.attention_forward(at(out), at(lse), at(d_qkv), B, T, H, KV, D);
           return Results{download(out), download(lse)};
         },
         r);
-    const std::string at_shape = " at T=" + std::to_string(T) + " C=" + std::to_string(C);
+    const std::string at_shape = " at T=" + std::to_string(T) + " H=" + std::to_string(H) +
+                                 " KV=" + std::to_string(KV) + " D=" + std::to_string(D);
     layers_expect_near(r[0][0], r[1][0], kTol, "attention_forward out" + at_shape);
     layers_expect_near(r[0][1], r[1][1], kTol, "attention_forward lse" + at_shape);
     const std::vector<float> cpu_out = r[1][0], cpu_lse = r[1][1];  // backward runs on the cpu's on both
@@ -232,9 +239,9 @@ TEST_F(CudaLayers, AttentionWithinTolerance) {
           auto d_qkv = put(dev, qkv), d_dout = put(dev, dout), out = put(dev, cpu_out),
                lse = put(dev, cpu_lse);
           auto dqkv = put(dev, garbage);  // overwritten
-          k.attention_backward(at(dqkv), at(d_dout), at(d_qkv), at(out), at(lse), B, T, C, H);
+          k.attention_backward(at(dqkv), at(d_dout), at(d_qkv), at(out), at(lse), B, T, H, KV, D);
           Results res{download(dqkv)};
-          k.attention_backward(at(dqkv), at(d_dout), at(d_qkv), at(out), at(lse), B, T, C, H);
+          k.attention_backward(at(dqkv), at(d_dout), at(d_qkv), at(out), at(lse), B, T, H, KV, D);
           res.push_back(download(dqkv));
           return res;
         },
@@ -242,6 +249,36 @@ TEST_F(CudaLayers, AttentionWithinTolerance) {
     layers_expect_near(r[0][0], r[1][0], kTol, "attention_backward dqkv" + at_shape);
     layers_expect_bitwise(r[0][1], r[0][0], "attention_backward run to run" + at_shape);
   }
+  EXPECT_THROW(gpu().kernels().attention_forward(nullptr, nullptr, nullptr, 1, 4, 4, 3, 8), InputError);
+}
+
+// Rotary embedding: the GPU rounds the same multiplies and adds as the cpu (no FMA contraction), so
+// both directions are bitwise the cpu's; R = D and R = D/4, a Llama-sized head, a 4:1 and a 3:1 group.
+TEST_F(CudaLayers, RotaryIsBitwise) {
+  struct RotaryCase {
+    int B, T, H, KV, D, R;
+  };
+  for (const RotaryCase& sh : {RotaryCase{2, 37, 4, 1, 12, 12}, RotaryCase{3, 130, 6, 3, 64, 16},
+                               RotaryCase{1, 300, 8, 2, 128, 128}, RotaryCase{2, 9, 3, 1, 20, 4}}) {
+    const std::size_t Q = static_cast<std::size_t>(sh.B) * sh.T * (sh.H + 2 * sh.KV) * sh.D;
+    const std::size_t table = static_cast<std::size_t>(sh.T) * (sh.R / 2);
+    const auto qkv = layers_randoms(Q, 40), cos = layers_randoms(table, 41), sin = layers_randoms(table, 42);
+    Results r[2];
+    both(
+        [&](Backend& dev) {
+          Kernels& k = dev.kernels();
+          auto fwd = put(dev, qkv), bwd = put(dev, qkv), d_cos = put(dev, cos), d_sin = put(dev, sin);
+          k.rotary_forward(at(fwd), at(d_cos), at(d_sin), sh.B, sh.T, sh.H, sh.KV, sh.D, sh.R);
+          k.rotary_backward(at(bwd), at(d_cos), at(d_sin), sh.B, sh.T, sh.H, sh.KV, sh.D, sh.R);
+          return Results{download(fwd), download(bwd)};
+        },
+        r);
+    const std::string at_shape =
+        " at T=" + std::to_string(sh.T) + " D=" + std::to_string(sh.D) + " R=" + std::to_string(sh.R);
+    layers_expect_bitwise(r[0][0], r[1][0], "rotary_forward" + at_shape);
+    layers_expect_bitwise(r[0][1], r[1][1], "rotary_backward" + at_shape);
+  }
+  EXPECT_THROW(gpu().kernels().rotary_forward(nullptr, nullptr, nullptr, 1, 4, 2, 1, 8, 5), InputError);
 }
 
 TEST_F(CudaLayers, GeluWithinToleranceAndResidualBitwise) {

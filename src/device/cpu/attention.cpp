@@ -1,9 +1,12 @@
-// Causal multi-head self-attention on a packed qkv (B, T, 3C), tiled so that nothing of size T x T is
-// ever stored. For a sequence b and head h (Q, K, V are T x hs slices of qkv with row stride 3C):
-//   S = Q K^T / sqrt(hs) (row t keeps keys s <= t),  P = softmax_rows(S),  O = P V,
+// Causal self-attention with grouped-query heads on a packed qkv (B, T, (H + 2 KV) D), tiled so that
+// nothing of size T x T is ever stored. Query head h reads key/value head h / G, G = H / KV (the group
+// size; G = 1 is multi-head attention). For a sequence b and query head h (Q, K, V are T x D slices of
+// qkv with row stride (H + 2 KV) D; K, V those of h's key/value head):
+//   S = Q K^T / sqrt(D) (row t keeps keys s <= t),  P = softmax_rows(S),  O = P V,
 //   lse_t = log sum_{s<=t} exp(S[t,s])  (the row statistic kept for backward: B H T floats)
 // backward, with P recomputed as exp(S - lse) and D_t = dO_t . O_t (= sum_s P[t,s] dP[t,s]):
-//   dP = dO V^T,  dV = P^T dO,  dS = P * (dP - D) / sqrt(hs),  dQ = dS K,  dK = dS^T Q.
+//   dP = dO V^T,  dV = P^T dO,  dS = P * (dP - D) / sqrt(D),  dQ = dS K,  dK = dS^T Q,
+// and dK, dV of a key/value head sum these over the G query heads of its group.
 //
 // How it is tiled (the flash-attention scheme, with blocks sized for a CPU's caches):
 //   - queries in tiles of kQueryTile rows; keys in blocks of kKeyBlock columns; a tile of rows
@@ -15,16 +18,20 @@
 //     kKeyBlock there is one block and no rescaling;
 //   - backward: per tile and block, the scores are recomputed (one more product than a materialised
 //     backward) and turned into P with the saved lse, then the four products above. dK and dV of a
-//     block accumulate over the tiles below it.
+//     block accumulate over the tiles below it and over the query heads of the group.
 // Working memory is a tile x block of scores and one of dP per thread (2 x 64 x 256 floats), so
-// activation memory is linear in T. Each (b, h) pair is independent and computed serially by one
-// thread (products through the gemm with serial set): results do not depend on the thread count.
+// activation memory is linear in T. Forward threads over (b, query head); backward over (b, key/value
+// head), each task running the G query heads of its group in order, so the dK, dV sums have one writer
+// (no race, no atomics) and results do not depend on the thread count (products through the gemm with
+// serial set). The price of grouping: backward has B KV tasks instead of B H, fewer than the threads
+// when B KV is small (B = 1, KV = 1 runs on one thread).
 // Bytes: qkv read once forward; backward reads qkv, O and dO once per key block and writes dqkv.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <vector>
 
+#include "core/error.hpp"
 #include "core/parallel_for.hpp"
 #include "device/cpu/gemm.hpp"
 #include "device/cpu/layers.hpp"
@@ -222,40 +229,51 @@ TileScratch& tile_scratch(int T) {
   return scratch;
 }
 
-void head_forward(float* out, float* lse, const float* qkv, int b, int h, int T, int C, int H,
+// The layout of a grouped-query qkv row: [q (H D) | k (KV D) | v (KV D)].
+struct QkvLayout {
+  int H, KV, D;
+  int group() const { return H / KV; }
+  int row() const { return (H + 2 * KV) * D; }  // qkv's row stride
+  int out_row() const { return H * D; }         // out's and dout's row stride
+  int k_col(int kv) const { return H * D + kv * D; }
+  int v_col(int kv) const { return (H + KV) * D + kv * D; }
+};
+
+void head_forward(float* out, float* lse, const float* qkv, int b, int h, int T, const QkvLayout& L,
                   const RowOps& ops) {
-  const int hs = C / H, ld = 3 * C;
+  const int hs = L.D, ld = L.row(), C = L.out_row(), kv = h / L.group();
   const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
-  const float* q = qkv + static_cast<std::size_t>(b) * T * ld + h * hs;
+  const float* seq = qkv + static_cast<std::size_t>(b) * T * ld;
+  const float *q = seq + h * hs, *k = seq + L.k_col(kv), *v = seq + L.v_col(kv);
   float* o = out + static_cast<std::size_t>(b) * T * C + h * hs;
-  float* row_lse = lse + (static_cast<std::size_t>(b) * H + h) * T;
+  float* row_lse = lse + (static_cast<std::size_t>(b) * L.H + h) * T;
   TileScratch& w = tile_scratch(T);
   for (int t0 = 0; t0 < T; t0 += kQueryTile) {
     const int m = std::min(kQueryTile, T - t0);
-    const HeadRows rows{q + static_cast<std::size_t>(t0) * ld, ld, q + C, q + 2 * C, ld};
+    const HeadRows rows{q + static_cast<std::size_t>(t0) * ld, ld, k, v, ld};
     attend_rows(rows, m, t0, hs, scale, o + static_cast<std::size_t>(t0) * C, C, row_lse + t0, w.s.data(),
                 w.row_a.data(), w.row_b.data(), ops);
   }
 }
 
+// Query head h's share of backward: its dq written, its P^T dO and dS^T Q added to dk, dv (h's
+// key/value head, cleared by the caller).
 void head_backward(float* dqkv, const float* dout, const float* qkv, const float* out, const float* lse,
-                   int b, int h, int T, int C, int H, const RowOps& ops) {
-  const int hs = C / H, ld = 3 * C;
+                   int b, int h, int T, const QkvLayout& L, const RowOps& ops) {
+  const int hs = L.D, ld = L.row(), C = L.out_row(), kv = h / L.group();
   const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
-  const std::size_t base = static_cast<std::size_t>(b) * T * ld + h * hs;
-  const float *q = qkv + base, *k = q + C, *v = q + 2 * C;
-  float *dq = dqkv + base, *dk = dq + C, *dv = dq + 2 * C;
+  const std::size_t base = static_cast<std::size_t>(b) * T * ld;
+  const float *q = qkv + base + h * hs, *k = qkv + base + L.k_col(kv), *v = qkv + base + L.v_col(kv);
+  float *dq = dqkv + base + h * hs, *dk = dqkv + base + L.k_col(kv), *dv = dqkv + base + L.v_col(kv);
   const std::size_t obase = static_cast<std::size_t>(b) * T * C + h * hs;
   const float* dO = dout + obase;
   const float* o = out + obase;
-  const float* row_lse = lse + (static_cast<std::size_t>(b) * H + h) * T;
+  const float* row_lse = lse + (static_cast<std::size_t>(b) * L.H + h) * T;
   TileScratch& w = tile_scratch(T);
   float* d = w.row_a.data();  // D_t = dO_t . O_t for every t
   for (int t = 0; t < T; ++t) {
     const std::size_t r = static_cast<std::size_t>(t) * C;
     d[t] = ops.dot(dO + r, o + r, hs);
-    std::memset(dk + static_cast<std::size_t>(t) * ld, 0, sizeof(float) * hs);
-    std::memset(dv + static_cast<std::size_t>(t) * ld, 0, sizeof(float) * hs);
   }
   float *p = w.s.data(), *dp = w.dp.data();
   for (int t0 = 0; t0 < T; t0 += kQueryTile) {
@@ -326,6 +344,26 @@ void head_backward(float* dqkv, const float* dout, const float* qkv, const float
   }
 }
 
+// The backward of key/value head kv of sequence b: its dk, dv cleared, then the query heads of its
+// group in order.
+void group_backward(float* dqkv, const float* dout, const float* qkv, const float* out, const float* lse,
+                    int b, int kv, int T, const QkvLayout& L, const RowOps& ops) {
+  const int ld = L.row();
+  float* dk = dqkv + static_cast<std::size_t>(b) * T * ld + L.k_col(kv);
+  float* dv = dqkv + static_cast<std::size_t>(b) * T * ld + L.v_col(kv);
+  for (int t = 0; t < T; ++t) {
+    std::memset(dk + static_cast<std::size_t>(t) * ld, 0, sizeof(float) * L.D);
+    std::memset(dv + static_cast<std::size_t>(t) * ld, 0, sizeof(float) * L.D);
+  }
+  const int G = L.group();
+  for (int h = kv * G; h < (kv + 1) * G; ++h) head_backward(dqkv, dout, qkv, out, lse, b, h, T, L, ops);
+}
+
+QkvLayout qkv_layout(const char* what, int H, int KV, int D) {
+  check_attention_heads(what, H, KV, D);
+  return {H, KV, D};
+}
+
 // ---- the materialised reference ----
 
 void softmax_row_ref(float* a, int n) {
@@ -347,93 +385,110 @@ void softmax_backward_row_ref(float* dp, const float* p, int n, float scale) {
 
 }  // namespace
 
-void attention_forward(float* out, float* lse, const float* qkv, int B, int T, int C, int H) {
+void check_attention_heads(const char* what, int H, int KV, int D) {
+  if (H < 1 || KV < 1 || D < 1 || H % KV != 0)
+    throw InputError(
+        fmt::format("{}: {} query heads, {} key/value heads of size {}: the key/value heads must "
+                    "divide the query heads (and all be positive)",
+                    what, H, KV, D));
+}
+
+void attention_forward(float* out, float* lse, const float* qkv, int B, int T, int H, int KV, int D) {
+  const QkvLayout L = qkv_layout("attention_forward", H, KV, D);
   const RowOps ops = row_ops();
   parallel_for(static_cast<std::size_t>(B) * H, 1, [&](std::size_t p0, std::size_t p1) {
     for (std::size_t p = p0; p < p1; ++p)
-      head_forward(out, lse, qkv, static_cast<int>(p / H), static_cast<int>(p % H), T, C, H, ops);
+      head_forward(out, lse, qkv, static_cast<int>(p / H), static_cast<int>(p % H), T, L, ops);
   });
 }
 
 void attention_backward(float* dqkv, const float* dout, const float* qkv, const float* out, const float* lse,
-                        int B, int T, int C, int H) {
+                        int B, int T, int H, int KV, int D) {
+  const QkvLayout L = qkv_layout("attention_backward", H, KV, D);
   const RowOps ops = row_ops();
-  parallel_for(static_cast<std::size_t>(B) * H, 1, [&](std::size_t p0, std::size_t p1) {
+  parallel_for(static_cast<std::size_t>(B) * KV, 1, [&](std::size_t p0, std::size_t p1) {
     for (std::size_t p = p0; p < p1; ++p)
-      head_backward(dqkv, dout, qkv, out, lse, static_cast<int>(p / H), static_cast<int>(p % H), T, C, H,
-                    ops);
+      group_backward(dqkv, dout, qkv, out, lse, static_cast<int>(p / KV), static_cast<int>(p % KV), T, L,
+                     ops);
   });
 }
 
-void attention_decode(float* out, const float* q, const float* k_cache, const float* v_cache, int pos, int C,
-                      int H) {
-  const int hs = C / H;
-  const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
+void attention_decode(float* out, const float* q, const float* k_cache, const float* v_cache, int pos, int H,
+                      int KV, int D) {
+  const QkvLayout L = qkv_layout("attention_decode", H, KV, D);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(D));
   const RowOps ops = row_ops();
   TileScratch& w = tile_scratch(1);
   for (int h = 0; h < H; ++h) {
-    const HeadRows rows{q + h * hs, C, k_cache + h * hs, v_cache + h * hs, C};
+    const int kv = h / L.group();
+    const HeadRows rows{q + h * D, H * D, k_cache + kv * D, v_cache + kv * D, KV * D};
     float lse = 0;
-    attend_rows(rows, 1, pos, hs, scale, out + h * hs, C, &lse, w.s.data(), w.row_a.data(), w.row_b.data(),
+    attend_rows(rows, 1, pos, D, scale, out + h * D, H * D, &lse, w.s.data(), w.row_a.data(), w.row_b.data(),
                 ops);
   }
 }
 
-void attention_forward_ref(float* out, float* att, const float* qkv, int B, int T, int C, int H) {
-  const int hs = C / H;
-  const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
+void attention_forward_ref(float* out, float* att, const float* qkv, int B, int T, int H, int KV, int D) {
+  const QkvLayout L = qkv_layout("attention_forward_ref", H, KV, D);
+  const std::size_t ld = L.row(), C = L.out_row();
+  const float scale = 1.0f / std::sqrt(static_cast<float>(D));
   for (int b = 0; b < B; ++b)
-    for (int h = 0; h < H; ++h)
+    for (int h = 0; h < H; ++h) {
+      const int kv = h / L.group();
       for (int t = 0; t < T; ++t) {
-        const float* q = qkv + (static_cast<std::size_t>(b) * T + t) * 3 * C + h * hs;
+        const float* q = qkv + (static_cast<std::size_t>(b) * T + t) * ld + h * D;
         float* a = att + ((static_cast<std::size_t>(b) * H + h) * T + t) * T;
         for (int s = 0; s <= t; ++s) {
-          const float* k = qkv + (static_cast<std::size_t>(b) * T + s) * 3 * C + C + h * hs;
+          const float* k = qkv + (static_cast<std::size_t>(b) * T + s) * ld + L.k_col(kv);
           float dot = 0;
-          for (int i = 0; i < hs; ++i) dot += q[i] * k[i];
+          for (int i = 0; i < D; ++i) dot += q[i] * k[i];
           a[s] = dot * scale;
         }
         softmax_row_ref(a, t + 1);
         for (int s = t + 1; s < T; ++s) a[s] = 0;
-        float* o = out + (static_cast<std::size_t>(b) * T + t) * C + h * hs;
-        for (int i = 0; i < hs; ++i) o[i] = 0;
+        float* o = out + (static_cast<std::size_t>(b) * T + t) * C + h * D;
+        for (int i = 0; i < D; ++i) o[i] = 0;
         for (int s = 0; s <= t; ++s) {
-          const float* v = qkv + (static_cast<std::size_t>(b) * T + s) * 3 * C + 2 * C + h * hs;
-          for (int i = 0; i < hs; ++i) o[i] += a[s] * v[i];
+          const float* v = qkv + (static_cast<std::size_t>(b) * T + s) * ld + L.v_col(kv);
+          for (int i = 0; i < D; ++i) o[i] += a[s] * v[i];
         }
       }
+    }
 }
 
 void attention_backward_ref(float* dqkv, const float* dout, const float* qkv, const float* att, int B, int T,
-                            int C, int H) {
-  const int hs = C / H;
-  const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
-  std::fill(dqkv, dqkv + static_cast<std::size_t>(B) * T * 3 * C, 0.0f);
+                            int H, int KV, int D) {
+  const QkvLayout L = qkv_layout("attention_backward_ref", H, KV, D);
+  const std::size_t ld = L.row(), C = L.out_row();
+  const float scale = 1.0f / std::sqrt(static_cast<float>(D));
+  std::fill(dqkv, dqkv + static_cast<std::size_t>(B) * T * ld, 0.0f);
   std::vector<float> dp(T);
   for (int b = 0; b < B; ++b)
-    for (int h = 0; h < H; ++h)
+    for (int h = 0; h < H; ++h) {
+      const std::size_t kcol = L.k_col(h / L.group()), vcol = L.v_col(h / L.group());
       for (int t = 0; t < T; ++t) {
-        const std::size_t row = (static_cast<std::size_t>(b) * T + t) * 3 * C + h * hs;
+        const std::size_t row = (static_cast<std::size_t>(b) * T + t) * ld + h * D;
         const float* a = att + ((static_cast<std::size_t>(b) * H + h) * T + t) * T;
-        const float* dO = dout + (static_cast<std::size_t>(b) * T + t) * C + h * hs;
+        const float* dO = dout + (static_cast<std::size_t>(b) * T + t) * C + h * D;
         for (int s = 0; s <= t; ++s) {
-          const std::size_t srow = (static_cast<std::size_t>(b) * T + s) * 3 * C + h * hs;
+          const std::size_t srow = (static_cast<std::size_t>(b) * T + s) * ld;
           float d = 0;
-          for (int i = 0; i < hs; ++i) {
-            d += dO[i] * qkv[srow + 2 * C + i];
-            dqkv[srow + 2 * C + i] += a[s] * dO[i];
+          for (int i = 0; i < D; ++i) {
+            d += dO[i] * qkv[srow + vcol + i];
+            dqkv[srow + vcol + i] += a[s] * dO[i];
           }
           dp[s] = d;
         }
         softmax_backward_row_ref(dp.data(), a, t + 1, scale);
         for (int s = 0; s <= t; ++s) {
-          const std::size_t srow = (static_cast<std::size_t>(b) * T + s) * 3 * C + h * hs;
-          for (int i = 0; i < hs; ++i) {
-            dqkv[row + i] += dp[s] * qkv[srow + C + i];
-            dqkv[srow + C + i] += dp[s] * qkv[row + i];
+          const std::size_t srow = (static_cast<std::size_t>(b) * T + s) * ld;
+          for (int i = 0; i < D; ++i) {
+            dqkv[row + i] += dp[s] * qkv[srow + kcol + i];
+            dqkv[srow + kcol + i] += dp[s] * qkv[row + i];
           }
         }
       }
+    }
 }
 
 }  // namespace tz

@@ -135,13 +135,24 @@ void CpuKernels::matmul_backward(float* dinp, float* dweight, float* dbias, cons
   tz::matmul_backward(dinp, dweight, dbias, dout, inp, weight, N, C, OC);
 }
 
-void CpuKernels::attention_forward(float* out, float* lse, const float* qkv, int B, int T, int C, int H) {
-  tz::attention_forward(out, lse, qkv, B, T, C, H);
+void CpuKernels::attention_forward(float* out, float* lse, const float* qkv, int B, int T, int H, int KV,
+                                   int D) {
+  tz::attention_forward(out, lse, qkv, B, T, H, KV, D);
 }
 
 void CpuKernels::attention_backward(float* dqkv, const float* dout, const float* qkv, const float* out,
-                                    const float* lse, int B, int T, int C, int H) {
-  tz::attention_backward(dqkv, dout, qkv, out, lse, B, T, C, H);
+                                    const float* lse, int B, int T, int H, int KV, int D) {
+  tz::attention_backward(dqkv, dout, qkv, out, lse, B, T, H, KV, D);
+}
+
+void CpuKernels::rotary_forward(float* qkv, const float* cos, const float* sin, int B, int T, int H, int KV,
+                                int D, int R) {
+  tz::rotary_forward(qkv, cos, sin, B, T, H, KV, D, R);
+}
+
+void CpuKernels::rotary_backward(float* dqkv, const float* cos, const float* sin, int B, int T, int H, int KV,
+                                 int D, int R) {
+  tz::rotary_backward(dqkv, cos, sin, B, T, H, KV, D, R);
 }
 
 void CpuKernels::gelu_forward(float* out, const float* inp, long n) {

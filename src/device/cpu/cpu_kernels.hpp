@@ -40,9 +40,14 @@ class CpuKernels final : public Kernels {
                       int OC) override;
   void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
                        WeightRef weight, int N, int C, int OC) override;
-  void attention_forward(float* out, float* lse, const float* qkv, int B, int T, int C, int H) override;
+  void attention_forward(float* out, float* lse, const float* qkv, int B, int T, int H, int KV,
+                         int D) override;
   void attention_backward(float* dqkv, const float* dout, const float* qkv, const float* out,
-                          const float* lse, int B, int T, int C, int H) override;
+                          const float* lse, int B, int T, int H, int KV, int D) override;
+  void rotary_forward(float* qkv, const float* cos, const float* sin, int B, int T, int H, int KV, int D,
+                      int R) override;
+  void rotary_backward(float* dqkv, const float* cos, const float* sin, int B, int T, int H, int KV, int D,
+                       int R) override;
   void gelu_forward(float* out, const float* inp, long n) override;
   void gelu_backward(float* dinp, const float* inp, const float* dout, long n) override;
   void residual_forward(float* out, const float* a, const float* b, long n) override;

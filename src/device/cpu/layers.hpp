@@ -59,31 +59,57 @@ void matmul_forward_ref(float* out, const float* inp, const float* weight, const
 void matmul_backward_ref(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
                          const float* weight, int N, int C, int OC);
 
-// ---- causal multi-head self-attention (attention.cpp) ----
-// qkv rows hold [q | k | v], each C wide, head h at columns h*hs .. h*hs+hs-1 of its part.
-// P[b,h,t,:] = softmax over s <= t of q_t . k_s / sqrt(hs); out[b,t,h*hs:] = sum_s P[b,h,t,s] v_s.
+// ---- causal self-attention, grouped-query heads (attention.cpp) ----
+// qkv rows hold [q (H D) | k (KV D) | v (KV D)]: H query heads and KV key/value heads of D floats, KV
+// dividing H; query head h reads key/value head h / (H / KV) (Hugging Face's repeat_kv). KV == H is
+// multi-head attention (C = H D). With q_t, k_s, v_s the rows of query head h and of its key/value head:
+// P[b,h,t,:] = softmax over s <= t of q_t . k_s / sqrt(D); out[b,t,h*D:] = sum_s P[b,h,t,s] v_s.
 // The fast path is tiled (online softmax over key blocks) and never stores P: it keeps the row
-// statistic lse[b,h,t] = log sum_{s<=t} exp(q_t . k_s / sqrt(hs)), from which backward recomputes P.
-void attention_forward(float* out,        // (B, T, C)
+// statistic lse[b,h,t] = log sum_{s<=t} exp(q_t . k_s / sqrt(D)), from which backward recomputes P.
+// KV not dividing H (or a size below 1) is an InputError (check_attention_heads, which every backend's
+// entry runs).
+void check_attention_heads(const char* what, int H, int KV, int D);
+void attention_forward(float* out,        // (B, T, H D)
                        float* lse,        // (B, H, T) row log-sum-exp, kept for backward
-                       const float* qkv,  // (B, T, 3C)
-                       int B, int T, int C, int H);
-// dqkv overwritten; out and lse are attention_forward's.
-void attention_backward(float* dqkv,        // (B, T, 3C)
-                        const float* dout,  // (B, T, C)
-                        const float* qkv,   // (B, T, 3C)
-                        const float* out,   // (B, T, C)
+                       const float* qkv,  // (B, T, (H + 2 KV) D)
+                       int B, int T, int H, int KV, int D);
+// dqkv overwritten; dk and dv of a key/value head sum over the query heads of its group; out and lse
+// are attention_forward's.
+void attention_backward(float* dqkv,        // (B, T, (H + 2 KV) D)
+                        const float* dout,  // (B, T, H D)
+                        const float* qkv,   // (B, T, (H + 2 KV) D)
+                        const float* out,   // (B, T, H D)
                         const float* lse,   // (B, H, T)
-                        int B, int T, int C, int H);
+                        int B, int T, int H, int KV, int D);
 // One query at position pos against a KV cache (the decode step of sampling), on the same tiled
-// kernel: out (C) = attention of q (C) over keys and values 0..pos, rows of C floats in k_cache and
-// v_cache (head h at columns h*hs..).
-void attention_decode(float* out, const float* q, const float* k_cache, const float* v_cache, int pos, int C,
-                      int H);
+// kernel: out (H D) = attention of q (H D) over keys and values 0..pos, rows of KV D floats in k_cache
+// and v_cache (key/value head j at columns j*D..).
+void attention_decode(float* out, const float* q, const float* k_cache, const float* v_cache, int pos, int H,
+                      int KV, int D);
 // The materialised references: att (B, H, T, T) holds P (entries s > t are 0).
-void attention_forward_ref(float* out, float* att, const float* qkv, int B, int T, int C, int H);
+void attention_forward_ref(float* out, float* att, const float* qkv, int B, int T, int H, int KV, int D);
 void attention_backward_ref(float* dqkv, const float* dout, const float* qkv, const float* att, int B, int T,
-                            int C, int H);
+                            int H, int KV, int D);
+
+// ---- rotary position embedding (rotary.cpp) ----
+// In place on qkv rows [q (H D) | k (KV D) | v (KV D)], Hugging Face's half-split convention
+// (rotate_half): in every query head and key head the first R dims (R even, 0 <= R <= D) are rotated,
+// the rest pass: for j < R/2, with c = cos[t, j], s = sin[t, j] (t the row's position in its sequence),
+//   x[j]' = x[j] c - x[j + R/2] s;   x[j + R/2]' = x[j + R/2] c + x[j] s.
+// v is untouched. An odd R, or R outside [0, D], is an InputError (check_rotary_dims).
+void check_rotary_dims(const char* what, int H, int KV, int D, int R);
+void rotary_forward(float* qkv,        // (B, T, (H + 2 KV) D)
+                    const float* cos,  // (T, R/2): row t for position t
+                    const float* sin,  // (T, R/2)
+                    int B, int T, int H, int KV, int D, int R);
+// The transpose (rotation by -angle): dqkv's q and k heads become the gradient w.r.t. the unrotated
+// q, k, in place; v columns untouched.
+void rotary_backward(float* dqkv, const float* cos, const float* sin, int B, int T, int H, int KV, int D,
+                     int R);
+void rotary_forward_ref(float* qkv, const float* cos, const float* sin, int B, int T, int H, int KV, int D,
+                        int R);
+void rotary_backward_ref(float* dqkv, const float* cos, const float* sin, int B, int T, int H, int KV, int D,
+                         int R);
 
 // ---- GELU, tanh form (gelu.cpp) ----
 // out = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))

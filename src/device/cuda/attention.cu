@@ -1,5 +1,6 @@
-// Causal multi-head self-attention on a packed qkv (B, T, 3C) on the GPU (device/cpu/attention.cpp).
-// For a sequence b and head h (hs = C/H; q_t, k_s, v_s are rows of hs floats with row stride 3C):
+// Causal self-attention with grouped-query heads on a packed qkv (B, T, (H + 2 KV) D) on the GPU
+// (device/cpu/attention.cpp). Query head h reads key/value head h / G, G = H / KV. For a sequence b and
+// query head h (hs = D; q_t, k_s, v_s are rows of hs floats, k and v those of h's key/value head):
 //   P[t,s] = softmax over s <= t of q_t . k_s / sqrt(hs),  o_t = sum_{s<=t} P[t,s] v_s,
 //   lse_t = log sum_{s<=t} exp(q_t . k_s / sqrt(hs))  (kept for backward: B H T floats, no T x T)
 // backward, with P recomputed as exp(S - lse) and D_t = dO_t . o_t:
@@ -10,12 +11,17 @@
 // causal blocks above the diagonal are never computed, and the scores of one tile (B H x rows x t1)
 // are the only T-long scratch, so memory is linear in T. The products are cuBLAS fp32 strided-batched
 // SGEMMs (default math: no TF32) over the heads, on head-major copies of q, k, v (and dO) made by a
-// permute kernel in stream-ordered scratch:
+// gather kernel in stream-ordered scratch. K and V are expanded to the H query heads there (each
+// key/value head copied to the G query heads of its group), so the products are those of multi-head
+// attention; backward computes dK, dV per query head likewise and a gather kernel sums each group's G
+// of them, in head order, into the key/value head's dk, dv. Grouping thus saves nothing on the GPU
+// (scratch and products are those of H heads); it costs the expanded copies' traffic only:
 //   forward:  S = Q_tile K^T / sqrt(hs); a causal softmax kernel (a warp per row: max and sum by warp
 //             shuffles) turns S into P in place and writes lse; O_tile = P V; O unpermuted into out.
 //   backward: per tile, S recomputed; a kernel writes P = exp(S - lse) (0 for s > t); dP = dO_tile V^T;
 //             a kernel writes dS over dP; dV += P^T dO_tile, dQ_tile = dS K, dK += dS^T Q_tile;
-//             dq, dk, dv unpermuted into dqkv. D comes from out and dout by a warp-per-row kernel.
+//             dq written and dk, dv summed per group into dqkv. D comes from out and dout by a warp-per-row
+//             kernel.
 // No atomics; cuBLAS's fp32 products and the warp-shuffle reductions run in a fixed order, so every
 // result is the same run to run.
 // Against the cpu backend (which tiles its products differently and uses a polynomial exp): the sums
@@ -54,6 +60,50 @@ __global__ void permute_kernel(float* out, const float* in, int B, int T, int P,
     const std::size_t p = row % P, bt = row / P, t = bt % T, b = bt / T;
     const std::size_t h = col / hs, j = col % hs;
     out[(((p * B + b) * H + h) * T + t) * hs + j] = in[i];
+  }
+}
+
+// q, k, v of a grouped-query qkv (B, T, (H + 2 KV) D) -> out (3, B, H, T, D): k and v expanded to the
+// H query heads (query head h gets key/value head h / (H / KV)). Indexed by the output, so every
+// element of out is written once.
+__global__ void gather_qkv_kernel(float* out, const float* qkv, int B, int T, int H, int KV, int D) {
+  const std::size_t n = 3 * static_cast<std::size_t>(B) * H * T * D,
+                    ld = static_cast<std::size_t>(H + 2 * KV) * D;
+  const int G = H / KV;
+  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
+    std::size_t r = i / D;
+    const std::size_t j = i % D, t = r % T;
+    r /= T;
+    const std::size_t h = r % H;
+    r /= H;
+    const std::size_t b = r % B, p = r / B, kv = h / G;
+    const std::size_t col = p == 0 ? h * D : p == 1 ? (H + kv) * D : (H + KV + kv) * D;
+    out[i] = qkv[(b * T + t) * ld + col + j];
+  }
+}
+
+// The backward's inverse: in (3, B, H, T, D) holds dq, dk, dv per query head; dqkv (B, T, (H + 2 KV) D)
+// gets dq, and for each key/value head the sum of its group's G dk (dv) rows in head order.
+__global__ void gather_dqkv_kernel(float* dqkv, const float* in, int B, int T, int H, int KV, int D) {
+  const std::size_t W = static_cast<std::size_t>(H + 2 * KV) * D, n = static_cast<std::size_t>(B) * T * W;
+  const std::size_t part = static_cast<std::size_t>(B) * H * T * D;
+  const int G = H / KV;
+  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
+    const std::size_t col = i % W, bt = i / W, t = bt % T, b = bt / T, j = col % D, head = col / D;
+    // head < H: query head; then KV key heads, then KV value heads.
+    std::size_t p = 0, h0 = head, heads = 1;
+    if (head >= static_cast<std::size_t>(H)) {
+      const std::size_t kvh = head - H;
+      p = kvh < static_cast<std::size_t>(KV) ? 1 : 2;
+      h0 = (kvh % KV) * G;
+      heads = G;
+    }
+    const float* src = in + p * part + ((b * H + h0) * T + t) * D + j;
+    float acc = 0.0f;
+    for (std::size_t g = 0; g < heads; ++g) acc += src[g * T * D];
+    dqkv[i] = acc;
   }
 }
 
@@ -174,17 +224,18 @@ int row_tile(int BH, int T) {
 
 }  // namespace
 
-void attention_forward(cudaStream_t s, float* out, float* lse, const float* qkv, int B, int T, int C, int H) {
-  if (static_cast<std::size_t>(B) * H * T == 0 || C <= 0) return;
-  const int hs = C / H, BH = B * H, ld = std::max(1, hs), R = row_tile(BH, T);
+void attention_forward(cudaStream_t s, float* out, float* lse, const float* qkv, int B, int T, int H, int KV,
+                       int D) {
+  if (static_cast<std::size_t>(B) * H * T == 0) return;
+  const int hs = D, BH = B * H, ld = hs, R = row_tile(BH, T);
   const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
-  const std::size_t NC = static_cast<std::size_t>(B) * T * C;
+  const std::size_t NC = static_cast<std::size_t>(B) * T * H * D;
   const long long head = static_cast<long long>(T) * hs;
-  // q, k, v (B, H, T, hs) each; o; one tile's scores (B H, R, T) at most.
+  // q, k, v (B, H, T, hs) each (k, v expanded to the query heads); o; one tile's scores (B H, R, T) at most.
   Scratch scratch(4 * NC + static_cast<std::size_t>(BH) * R * T, s, "attention_forward: scratch");
   float *q = scratch.get(), *k = q + NC, *v = k + NC, *o = v + NC, *att = o + NC;
-  permute_kernel<<<blocks_for(3 * NC, kPermuteThreads), kPermuteThreads, 0, s>>>(q, qkv, B, T, 3, H, hs);
-  check(cudaGetLastError(), "attention_forward: permute");
+  gather_qkv_kernel<<<blocks_for(3 * NC, kPermuteThreads), kPermuteThreads, 0, s>>>(q, qkv, B, T, H, KV, D);
+  check(cudaGetLastError(), "attention_forward: gather qkv");
   CublasStreamGuard guard(s);
   for (int t0 = 0; t0 < T; t0 += R) {
     const int m = std::min(R, T - t0), n = t0 + m;  // rows [t0, t0+m) against keys [0, n)
@@ -206,19 +257,20 @@ void attention_forward(cudaStream_t s, float* out, float* lse, const float* qkv,
 }
 
 void attention_backward(cudaStream_t s, float* dqkv, const float* dout, const float* qkv, const float* out,
-                        const float* lse, int B, int T, int C, int H) {
+                        const float* lse, int B, int T, int H, int KV, int D) {
   const std::size_t stats = static_cast<std::size_t>(B) * H * T;
-  if (stats == 0 || C <= 0) return;
-  const int hs = C / H, BH = B * H, ld = std::max(1, hs), R = row_tile(BH, T);
+  if (stats == 0) return;
+  const int hs = D, BH = B * H, ld = hs, R = row_tile(BH, T);
   const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
-  const std::size_t NC = static_cast<std::size_t>(B) * T * C, A = static_cast<std::size_t>(BH) * R * T;
+  const std::size_t NC = static_cast<std::size_t>(B) * T * H * D, A = static_cast<std::size_t>(BH) * R * T;
   const long long head = static_cast<long long>(T) * hs;
-  // q, k, v, dO, dq, dk, dv (B, H, T, hs) each; D (B, H, T); one tile's P and dS (B H, R, T) at most.
+  // q, k, v, dO, dq, dk, dv (B, H, T, hs) each (k, v, dk, dv per query head); D (B, H, T); one tile's P
+  // and dS (B H, R, T) at most.
   Scratch scratch(7 * NC + stats + 2 * A, s, "attention_backward: scratch");
   float *q = scratch.get(), *k = q + NC, *v = k + NC, *dO = v + NC;
   float *dq = dO + NC, *dk = dq + NC, *dv = dk + NC, *dsum = dv + NC, *p = dsum + stats, *ds = p + A;
-  permute_kernel<<<blocks_for(3 * NC, kPermuteThreads), kPermuteThreads, 0, s>>>(q, qkv, B, T, 3, H, hs);
-  check(cudaGetLastError(), "attention_backward: permute qkv");
+  gather_qkv_kernel<<<blocks_for(3 * NC, kPermuteThreads), kPermuteThreads, 0, s>>>(q, qkv, B, T, H, KV, D);
+  check(cudaGetLastError(), "attention_backward: gather qkv");
   permute_kernel<<<blocks_for(NC, kPermuteThreads), kPermuteThreads, 0, s>>>(dO, dout, B, T, 1, H, hs);
   check(cudaGetLastError(), "attention_backward: permute dout");
   row_dot_kernel<<<blocks_for(stats, kRowsPerBlock), kRowThreads, 0, s>>>(dsum, dout, out, B, T, H, hs);
@@ -247,8 +299,9 @@ void attention_backward(cudaStream_t s, float* dqkv, const float* dout, const fl
     batched_gemm(guard.handle(), CUBLAS_OP_N, CUBLAS_OP_T, hs, n, m, 1.0f, q + first, ld, head, ds, n, tile,
                  1.0f, dk, ld, head, BH, "attention_backward: dK");
   }
-  unpermute_kernel<<<blocks_for(3 * NC, kPermuteThreads), kPermuteThreads, 0, s>>>(dqkv, dq, B, T, 3, H, hs);
-  check(cudaGetLastError(), "attention_backward: unpermute");
+  const std::size_t Q = static_cast<std::size_t>(B) * T * (H + 2 * KV) * D;
+  gather_dqkv_kernel<<<blocks_for(Q, kPermuteThreads), kPermuteThreads, 0, s>>>(dqkv, dq, B, T, H, KV, D);
+  check(cudaGetLastError(), "attention_backward: gather dqkv");
 }
 
 }  // namespace tz::cuda

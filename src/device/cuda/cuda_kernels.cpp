@@ -9,6 +9,7 @@
 #include "core/error.hpp"
 #include "device/cpu/adamw.hpp"
 #include "device/cpu/block_quantize.hpp"
+#include "device/cpu/layers.hpp"
 #include "device/cuda/cublas_handle.hpp"
 #include "device/cuda/cuda_backend.hpp"
 #include "device/cuda/cuda_check.hpp"
@@ -284,17 +285,36 @@ void CudaKernels::matmul_backward(float* dinp, float* dweight, float* dbias, con
   finish("matmul_backward");
 }
 
-void CudaKernels::attention_forward(float* out, float* lse, const float* qkv, int B, int T, int C, int H) {
+void CudaKernels::attention_forward(float* out, float* lse, const float* qkv, int B, int T, int H, int KV,
+                                    int D) {
+  check_attention_heads("attention_forward", H, KV, D);
   backend_.bind();
-  cuda::attention_forward(stream(), out, lse, qkv, B, T, C, H);
+  cuda::attention_forward(stream(), out, lse, qkv, B, T, H, KV, D);
   finish("attention_forward");
 }
 
 void CudaKernels::attention_backward(float* dqkv, const float* dout, const float* qkv, const float* out,
-                                     const float* lse, int B, int T, int C, int H) {
+                                     const float* lse, int B, int T, int H, int KV, int D) {
+  check_attention_heads("attention_backward", H, KV, D);
   backend_.bind();
-  cuda::attention_backward(stream(), dqkv, dout, qkv, out, lse, B, T, C, H);
+  cuda::attention_backward(stream(), dqkv, dout, qkv, out, lse, B, T, H, KV, D);
   finish("attention_backward");
+}
+
+void CudaKernels::rotary_forward(float* qkv, const float* cos, const float* sin, int B, int T, int H, int KV,
+                                 int D, int R) {
+  check_rotary_dims("rotary_forward", H, KV, D, R);
+  backend_.bind();
+  cuda::rotary_forward(stream(), qkv, cos, sin, B, T, H, KV, D, R);
+  finish("rotary_forward");
+}
+
+void CudaKernels::rotary_backward(float* dqkv, const float* cos, const float* sin, int B, int T, int H,
+                                  int KV, int D, int R) {
+  check_rotary_dims("rotary_backward", H, KV, D, R);
+  backend_.bind();
+  cuda::rotary_backward(stream(), dqkv, cos, sin, B, T, H, KV, D, R);
+  finish("rotary_backward");
 }
 
 void CudaKernels::gelu_forward(float* out, const float* inp, long n) {

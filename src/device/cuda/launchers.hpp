@@ -77,10 +77,23 @@ void layernorm_forward(cudaStream_t s, float* out, float* mean, float* rstd, con
 void layernorm_backward(cudaStream_t s, float* dinp, float* dweight, float* dbias, const float* dout,
                         const float* inp, const float* weight, const float* mean, const float* rstd, int N,
                         int C);
-// attention.cu
-void attention_forward(cudaStream_t s, float* out, float* lse, const float* qkv, int B, int T, int C, int H);
+// attention.cu: grouped-query heads (qkv rows [q (H D) | k (KV D) | v (KV D)], KV dividing H: the
+// caller checks it, check_attention_heads).
+void attention_forward(cudaStream_t s, float* out, float* lse, const float* qkv, int B, int T, int H, int KV,
+                       int D);
 void attention_backward(cudaStream_t s, float* dqkv, const float* dout, const float* qkv, const float* out,
-                        const float* lse, int B, int T, int C, int H);
+                        const float* lse, int B, int T, int H, int KV, int D);
+// rotary.cu: in place on qkv's q and k heads; R even and in [0, D] (the caller checks it,
+// check_rotary_dims).
+void rotary_forward(cudaStream_t s, float* qkv, const float* cos, const float* sin, int B, int T, int H,
+                    int KV, int D, int R);
+void rotary_backward(cudaStream_t s, float* dqkv, const float* cos, const float* sin, int B, int T, int H,
+                     int KV, int D, int R);
+// layernorm.cu (RMSNorm beside LayerNorm: they share the row reductions)
+void rmsnorm_forward(cudaStream_t s, float* out, float* rstd, const float* inp, const float* weight, int N,
+                     int C, float eps);
+void rmsnorm_backward(cudaStream_t s, float* dinp, float* dweight, const float* dout, const float* inp,
+                      const float* weight, const float* rstd, int N, int C);
 // pointwise.cu
 void gelu_forward(cudaStream_t s, float* out, const float* inp, long n);
 void gelu_backward(cudaStream_t s, float* dinp, const float* inp, const float* dout, long n);
