@@ -136,6 +136,19 @@ void EmulatedKernels::layernorm_backward(float* dinp, float* dweight, float* dbi
                           host(inp, NC), host(weight, C), host(mean, N), host(rstd, N), N, C);
 }
 
+void EmulatedKernels::rmsnorm_forward(float* out, float* rstd, const float* inp, const float* weight, int N,
+                                      int C, float eps) {
+  const std::size_t NC = static_cast<std::size_t>(N) * C;
+  cpu_.rmsnorm_forward(host(out, NC), host(rstd, N), host(inp, NC), host(weight, C), N, C, eps);
+}
+
+void EmulatedKernels::rmsnorm_backward(float* dinp, float* dweight, const float* dout, const float* inp,
+                                       const float* weight, const float* rstd, int N, int C) {
+  const std::size_t NC = static_cast<std::size_t>(N) * C;
+  cpu_.rmsnorm_backward(host(dinp, NC), host(dweight, C), host(dout, NC), host(inp, NC), host(weight, C),
+                        host(rstd, N), N, C);
+}
+
 void EmulatedKernels::matmul_forward(float* out, const float* inp, WeightRef weight, const float* bias, int N,
                                      int C, int OC) {
   cpu_.matmul_forward(host(out, static_cast<std::size_t>(N) * OC), host(inp, static_cast<std::size_t>(N) * C),
@@ -187,6 +200,26 @@ void EmulatedKernels::gelu_forward(float* out, const float* inp, long n) {
 void EmulatedKernels::gelu_backward(float* dinp, const float* inp, const float* dout, long n) {
   const auto m = static_cast<std::size_t>(n);
   cpu_.gelu_backward(host(dinp, m), host(inp, m), host(dout, m), n);
+}
+
+void EmulatedKernels::gelu_exact_forward(float* out, const float* inp, long n) {
+  const auto m = static_cast<std::size_t>(n);
+  cpu_.gelu_exact_forward(host(out, m), host(inp, m), n);
+}
+
+void EmulatedKernels::gelu_exact_backward(float* dinp, const float* inp, const float* dout, long n) {
+  const auto m = static_cast<std::size_t>(n);
+  cpu_.gelu_exact_backward(host(dinp, m), host(inp, m), host(dout, m), n);
+}
+
+void EmulatedKernels::swiglu_forward(float* out, const float* inp, int N, int F) {
+  const std::size_t NF = static_cast<std::size_t>(N) * F;
+  cpu_.swiglu_forward(host(out, NF), host(inp, 2 * NF), N, F);
+}
+
+void EmulatedKernels::swiglu_backward(float* dinp, const float* inp, const float* dout, int N, int F) {
+  const std::size_t NF = static_cast<std::size_t>(N) * F;
+  cpu_.swiglu_backward(host(dinp, 2 * NF), host(inp, 2 * NF), host(dout, NF), N, F);
 }
 
 void EmulatedKernels::residual_forward(float* out, const float* a, const float* b, long n) {

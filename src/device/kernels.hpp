@@ -78,6 +78,11 @@ class Kernels {
   virtual void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout,
                                   const float* inp, const float* weight, const float* mean, const float* rstd,
                                   int N, int C) = 0;
+  // RMSNorm (Llama): rstd (N) kept for backward; dinp accumulates (+=), as layernorm_backward's.
+  virtual void rmsnorm_forward(float* out, float* rstd, const float* inp, const float* weight, int N, int C,
+                               float eps) = 0;
+  virtual void rmsnorm_backward(float* dinp, float* dweight, const float* dout, const float* inp,
+                                const float* weight, const float* rstd, int N, int C) = 0;
   virtual void matmul_forward(float* out, const float* inp, WeightRef weight, const float* bias, int N, int C,
                               int OC) = 0;
   virtual void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
@@ -98,6 +103,12 @@ class Kernels {
                                int D, int R) = 0;
   virtual void gelu_forward(float* out, const float* inp, long n) = 0;
   virtual void gelu_backward(float* dinp, const float* inp, const float* dout, long n) = 0;
+  // Exact GELU, 0.5 x (1 + erf(x / sqrt 2)); dinp may alias dout.
+  virtual void gelu_exact_forward(float* out, const float* inp, long n) = 0;
+  virtual void gelu_exact_backward(float* dinp, const float* inp, const float* dout, long n) = 0;
+  // SwiGLU: inp rows (N, 2F) are [gate | up], out (N, F) = silu(gate) up; dinp (N, 2F) overwritten.
+  virtual void swiglu_forward(float* out, const float* inp, int N, int F) = 0;
+  virtual void swiglu_backward(float* dinp, const float* inp, const float* dout, int N, int F) = 0;
   virtual void residual_forward(float* out, const float* a, const float* b, long n) = 0;
   // Returns the mean loss (an fp64 sum over the rows, divided by N).
   virtual double softmax_cross_entropy_forward(float* losses, float* probs, const float* logits,

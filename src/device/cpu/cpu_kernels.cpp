@@ -125,6 +125,16 @@ void CpuKernels::layernorm_backward(float* dinp, float* dweight, float* dbias, c
   tz::layernorm_backward(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C);
 }
 
+void CpuKernels::rmsnorm_forward(float* out, float* rstd, const float* inp, const float* weight, int N, int C,
+                                 float eps) {
+  tz::rmsnorm_forward(out, rstd, inp, weight, N, C, eps);
+}
+
+void CpuKernels::rmsnorm_backward(float* dinp, float* dweight, const float* dout, const float* inp,
+                                  const float* weight, const float* rstd, int N, int C) {
+  tz::rmsnorm_backward(dinp, dweight, dout, inp, weight, rstd, N, C);
+}
+
 void CpuKernels::matmul_forward(float* out, const float* inp, WeightRef weight, const float* bias, int N,
                                 int C, int OC) {
   tz::matmul_forward(out, inp, weight, bias, N, C, OC);
@@ -161,6 +171,22 @@ void CpuKernels::gelu_forward(float* out, const float* inp, long n) {
 
 void CpuKernels::gelu_backward(float* dinp, const float* inp, const float* dout, long n) {
   tz::gelu_backward(dinp, inp, dout, n);
+}
+
+void CpuKernels::gelu_exact_forward(float* out, const float* inp, long n) {
+  tz::gelu_exact_forward(out, inp, n);
+}
+
+void CpuKernels::gelu_exact_backward(float* dinp, const float* inp, const float* dout, long n) {
+  tz::gelu_exact_backward(dinp, inp, dout, n);
+}
+
+void CpuKernels::swiglu_forward(float* out, const float* inp, int N, int F) {
+  tz::swiglu_forward(out, inp, N, F);
+}
+
+void CpuKernels::swiglu_backward(float* dinp, const float* inp, const float* dout, int N, int F) {
+  tz::swiglu_backward(dinp, inp, dout, N, F);
 }
 
 void CpuKernels::residual_forward(float* out, const float* a, const float* b, long n) {

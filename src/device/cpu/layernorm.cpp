@@ -16,7 +16,6 @@
 namespace tz {
 namespace {
 
-constexpr float kEps = 1e-5f;
 constexpr int kBackwardPartRows = 64;  // rows per weight-gradient partial sum
 
 TZ_AVX2 void ln_forward_rows(float* out, float* mean, float* rstd, const float* inp, const float* w,
@@ -77,7 +76,7 @@ TZ_AVX2 void ln_backward_rows(float* dinp, float* dw, float* db, const float* do
       float g = dy[c] * w[c];
       dx[c] += rs * (g - mg - n * mgn);
       dw[c] += dy[c] * n;
-      db[c] += dy[c];
+      if (db) db[c] += dy[c];
     }
   }
 }

@@ -44,6 +44,21 @@ void layernorm_forward_ref(float* out, float* mean, float* rstd, const float* in
 void layernorm_backward_ref(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
                             const float* weight, const float* mean, const float* rstd, int N, int C);
 
+// ---- RMSNorm (rmsnorm.cpp), Llama's norm ----
+// out = inp * rstd * weight, rstd = 1 / sqrt(mean(inp^2) + eps), per row; rstd kept for backward.
+void rmsnorm_forward(float* out,           // (N, C)
+                     float* rstd,          // (N)
+                     const float* inp,     // (N, C)
+                     const float* weight,  // (C)
+                     int N, int C, float eps);
+// dinp is ACCUMULATED (+=), as layernorm_backward's (the input is the residual stream).
+void rmsnorm_backward(float* dinp, float* dweight, const float* dout, const float* inp, const float* weight,
+                      const float* rstd, int N, int C);
+void rmsnorm_forward_ref(float* out, float* rstd, const float* inp, const float* weight, int N, int C,
+                         float eps);
+void rmsnorm_backward_ref(float* dinp, float* dweight, const float* dout, const float* inp,
+                          const float* weight, const float* rstd, int N, int C);
+
 // ---- linear layer (matmul.cpp) ----
 // out = inp weight^T + bias (weight stored (OC, C) as nn.Linear); bias may be null.
 void matmul_forward(float* out,         // (N, OC)
@@ -117,6 +132,23 @@ void gelu_forward(float* out, const float* inp, long n);
 void gelu_backward(float* dinp, const float* inp, const float* dout, long n);  // dinp overwritten
 void gelu_forward_ref(float* out, const float* inp, long n);
 void gelu_backward_ref(float* dinp, const float* inp, const float* dout, long n);
+
+// ---- GELU, exact form (gelu_exact.cpp): PyTorch's nn.GELU() default, Pythia's "gelu" ----
+// out = 0.5 x (1 + erf(x / sqrt 2))
+void gelu_exact_forward(float* out, const float* inp, long n);
+void gelu_exact_backward(float* dinp, const float* inp, const float* dout, long n);  // dinp may alias dout
+void gelu_exact_forward_ref(float* out, const float* inp, long n);
+void gelu_exact_backward_ref(float* dinp, const float* inp, const float* dout, long n);
+
+// ---- SwiGLU (swiglu.cpp), Llama's MLP activation ----
+// inp rows are [gate (F) | up (F)]; out[i, j] = silu(gate[i, j]) * up[i, j], silu(g) = g / (1 + e^-g).
+void swiglu_forward(float* out,        // (N, F)
+                    const float* inp,  // (N, 2F)
+                    int N, int F);
+// dinp (N, 2F) overwritten: [d gate | d up].
+void swiglu_backward(float* dinp, const float* inp, const float* dout /* (N, F) */, int N, int F);
+void swiglu_forward_ref(float* out, const float* inp, int N, int F);
+void swiglu_backward_ref(float* dinp, const float* inp, const float* dout, int N, int F);
 
 // ---- residual add (residual.cpp) ----
 void residual_forward(float* out, const float* a, const float* b, long n);  // out = a + b

@@ -266,6 +266,20 @@ void CudaKernels::layernorm_backward(float* dinp, float* dweight, float* dbias, 
   finish("layernorm_backward");
 }
 
+void CudaKernels::rmsnorm_forward(float* out, float* rstd, const float* inp, const float* weight, int N,
+                                  int C, float eps) {
+  backend_.bind();
+  cuda::rmsnorm_forward(stream(), out, rstd, inp, weight, N, C, eps);
+  finish("rmsnorm_forward");
+}
+
+void CudaKernels::rmsnorm_backward(float* dinp, float* dweight, const float* dout, const float* inp,
+                                   const float* weight, const float* rstd, int N, int C) {
+  backend_.bind();
+  cuda::rmsnorm_backward(stream(), dinp, dweight, dout, inp, weight, rstd, N, C);
+  finish("rmsnorm_backward");
+}
+
 // The linear layer as every backend runs it (device/gemm_args.hpp): the same three products.
 void CudaKernels::matmul_forward(float* out, const float* inp, WeightRef weight, const float* bias, int N,
                                  int C, int OC) {
@@ -327,6 +341,30 @@ void CudaKernels::gelu_backward(float* dinp, const float* inp, const float* dout
   backend_.bind();
   cuda::gelu_backward(stream(), dinp, inp, dout, n);
   finish("gelu_backward");
+}
+
+void CudaKernels::gelu_exact_forward(float* out, const float* inp, long n) {
+  backend_.bind();
+  cuda::gelu_exact_forward(stream(), out, inp, n);
+  finish("gelu_exact_forward");
+}
+
+void CudaKernels::gelu_exact_backward(float* dinp, const float* inp, const float* dout, long n) {
+  backend_.bind();
+  cuda::gelu_exact_backward(stream(), dinp, inp, dout, n);
+  finish("gelu_exact_backward");
+}
+
+void CudaKernels::swiglu_forward(float* out, const float* inp, int N, int F) {
+  backend_.bind();
+  cuda::swiglu_forward(stream(), out, inp, N, F);
+  finish("swiglu_forward");
+}
+
+void CudaKernels::swiglu_backward(float* dinp, const float* inp, const float* dout, int N, int F) {
+  backend_.bind();
+  cuda::swiglu_backward(stream(), dinp, inp, dout, N, F);
+  finish("swiglu_backward");
 }
 
 void CudaKernels::residual_forward(float* out, const float* a, const float* b, long n) {

@@ -47,6 +47,10 @@ class CudaKernels final : public Kernels {
                          const float* bias, int N, int C, float eps) override;
   void layernorm_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
                           const float* weight, const float* mean, const float* rstd, int N, int C) override;
+  void rmsnorm_forward(float* out, float* rstd, const float* inp, const float* weight, int N, int C,
+                       float eps) override;
+  void rmsnorm_backward(float* dinp, float* dweight, const float* dout, const float* inp, const float* weight,
+                        const float* rstd, int N, int C) override;
   void matmul_forward(float* out, const float* inp, WeightRef weight, const float* bias, int N, int C,
                       int OC) override;
   void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
@@ -61,6 +65,10 @@ class CudaKernels final : public Kernels {
                        int R) override;
   void gelu_forward(float* out, const float* inp, long n) override;
   void gelu_backward(float* dinp, const float* inp, const float* dout, long n) override;
+  void gelu_exact_forward(float* out, const float* inp, long n) override;
+  void gelu_exact_backward(float* dinp, const float* inp, const float* dout, long n) override;
+  void swiglu_forward(float* out, const float* inp, int N, int F) override;
+  void swiglu_backward(float* dinp, const float* inp, const float* dout, int N, int F) override;
   void residual_forward(float* out, const float* a, const float* b, long n) override;
   double softmax_cross_entropy_forward(float* losses, float* probs, const float* logits,
                                        const std::int32_t* targets, int N, int V) override;

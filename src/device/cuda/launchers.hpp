@@ -97,6 +97,11 @@ void rmsnorm_backward(cudaStream_t s, float* dinp, float* dweight, const float* 
 // pointwise.cu
 void gelu_forward(cudaStream_t s, float* out, const float* inp, long n);
 void gelu_backward(cudaStream_t s, float* dinp, const float* inp, const float* dout, long n);
+void gelu_exact_forward(cudaStream_t s, float* out, const float* inp, long n);
+void gelu_exact_backward(cudaStream_t s, float* dinp, const float* inp, const float* dout, long n);
+// pointwise.cu: inp (N, 2F) rows [gate | up], out (N, F); dinp (N, 2F) overwritten.
+void swiglu_forward(cudaStream_t s, float* out, const float* inp, int N, int F);
+void swiglu_backward(cudaStream_t s, float* dinp, const float* inp, const float* dout, int N, int F);
 void residual_forward(cudaStream_t s, float* out, const float* a, const float* b, long n);
 // cross_entropy.cu. The forward returns the mean loss (an fp64 sum over the rows in order, / N) and
 // waits for the stream; a target outside [0, V) is an InternalError naming it.

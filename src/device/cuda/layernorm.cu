@@ -11,6 +11,9 @@
 // order; its portable path adds row by row instead, within fp32 rounding); mean, rstd, out, dx and dw
 // sum in another order (and the cpu may contract a product into an FMA), so they agree within
 // |diff| <= 1e-5 (1 + |ref|) for rows whose spread is not tiny next to their mean.
+// RMSNorm (device/cpu/rmsnorm.cpp) runs on the same plan without the mean: rstd = 1/sqrt(sum(x^2)/C +
+// eps), y = x rstd w; backward dx += rstd (g - n mean(g n)), dw += dy n in the same 64-row parts. Its
+// rstd, out, dx and dw sum in another order than the cpu backend's: within 1e-5 (1 + |ref|).
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -21,7 +24,6 @@
 namespace tz::cuda {
 namespace {
 
-constexpr float kEps = 1e-5f;
 constexpr int kThreads = 256;  // a multiple of 32
 constexpr int kWarps = kThreads / 32;
 constexpr int kBackwardPartRows = 64;  // the cpu backend's rows per weight-gradient partial sum
@@ -124,6 +126,57 @@ __global__ void layernorm_backward_sum_parts_kernel(float* dweight, float* dbias
   if (dbias) dbias[c] = db;
 }
 
+// RMSNorm, grid: N rows; block: kThreads. rstd = 1/sqrt(sum(x^2)/C + eps), y = x rstd w.
+__global__ void rmsnorm_forward_kernel(float* out, float* rstd, const float* inp, const float* weight, int C,
+                                       float eps) {
+  __shared__ float scratch[kWarps];
+  const std::size_t r = blockIdx.x;
+  const float* x = inp + r * C;
+  float ss = 0.0f;
+  for (int c = threadIdx.x; c < C; c += blockDim.x) ss += x[c] * x[c];
+  const float rs = 1.0f / sqrtf(block_sum(ss, scratch) / C + eps);
+  float* y = out + r * C;
+  for (int c = threadIdx.x; c < C; c += blockDim.x) y[c] = x[c] * rs * weight[c];
+  if (threadIdx.x == 0) rstd[r] = rs;
+}
+
+// grid: N rows; block: kThreads. dx += rstd (g - n mean(g n)), g = dy w, n = x rstd.
+__global__ void rmsnorm_backward_dx_kernel(float* dinp, const float* dout, const float* inp,
+                                           const float* weight, const float* rstd, int C) {
+  __shared__ float scratch[kWarps];
+  const std::size_t r = blockIdx.x;
+  const float* dy = dout + r * C;
+  const float* x = inp + r * C;
+  const float rs = rstd[r];
+  float sgn = 0.0f;
+  for (int c = threadIdx.x; c < C; c += blockDim.x) sgn += dy[c] * weight[c] * (x[c] * rs);
+  const float mgn = block_sum(sgn, scratch) / C;
+  float* dx = dinp + r * C;
+  for (int c = threadIdx.x; c < C; c += blockDim.x) dx[c] += rs * (dy[c] * weight[c] - x[c] * rs * mgn);
+}
+
+// One thread per (part p, column c): partial[p] = sum dy n over the part's rows, in order.
+__global__ void rmsnorm_backward_parts_kernel(float* partial, const float* dout, const float* inp,
+                                              const float* rstd, int N, int C, int parts) {
+  const std::size_t j = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x;
+  if (j >= static_cast<std::size_t>(parts) * C) return;
+  const std::size_t p = j / C;
+  const int c = static_cast<int>(j % C);
+  const std::size_t r0 = N * p / parts, r1 = N * (p + 1) / parts;
+  float dw = 0.0f;
+  for (std::size_t r = r0; r < r1; ++r) dw += dout[r * C + c] * (inp[r * C + c] * rstd[r]);
+  partial[p * C + c] = dw;
+}
+
+// One thread per column: dweight += the parts in order.
+__global__ void rmsnorm_backward_sum_parts_kernel(float* dweight, const float* partial, int C, int parts) {
+  const int c = blockIdx.x * blockDim.x + threadIdx.x;
+  if (c >= C) return;
+  float dw = dweight[c];
+  for (int p = 0; p < parts; ++p) dw += partial[static_cast<std::size_t>(p) * C + c];
+  dweight[c] = dw;
+}
+
 }  // namespace
 
 void layernorm_forward(cudaStream_t s, float* out, float* mean, float* rstd, const float* inp,
@@ -153,6 +206,32 @@ void layernorm_backward(cudaStream_t s, float* dinp, float* dweight, float* dbia
       dweight, dbias, partial, C, parts);
   check(cudaGetLastError(), "layernorm_backward: sum parts");
   check(cudaFreeAsync(partial, s), "layernorm_backward: free scratch");
+}
+
+void rmsnorm_forward(cudaStream_t s, float* out, float* rstd, const float* inp, const float* weight, int N,
+                     int C, float eps) {
+  if (N <= 0 || C <= 0) return;
+  rmsnorm_forward_kernel<<<static_cast<unsigned>(N), kThreads, 0, s>>>(out, rstd, inp, weight, C, eps);
+  check(cudaGetLastError(), "rmsnorm_forward");
+}
+
+void rmsnorm_backward(cudaStream_t s, float* dinp, float* dweight, const float* dout, const float* inp,
+                      const float* weight, const float* rstd, int N, int C) {
+  if (N <= 0 || C <= 0) return;
+  rmsnorm_backward_dx_kernel<<<static_cast<unsigned>(N), kThreads, 0, s>>>(dinp, dout, inp, weight, rstd, C);
+  check(cudaGetLastError(), "rmsnorm_backward: dinp");
+  const int parts = std::max(1, (N + kBackwardPartRows - 1) / kBackwardPartRows);
+  const std::size_t cells = static_cast<std::size_t>(parts) * C;
+  float* partial = nullptr;
+  check(cudaMallocAsync(reinterpret_cast<void**>(&partial), cells * sizeof(float), s),
+        "rmsnorm_backward: scratch");
+  rmsnorm_backward_parts_kernel<<<static_cast<unsigned>((cells + 255) / 256), 256, 0, s>>>(partial, dout, inp,
+                                                                                           rstd, N, C, parts);
+  check(cudaGetLastError(), "rmsnorm_backward: parts");
+  rmsnorm_backward_sum_parts_kernel<<<static_cast<unsigned>((C + 255) / 256), 256, 0, s>>>(dweight, partial,
+                                                                                           C, parts);
+  check(cudaGetLastError(), "rmsnorm_backward: sum parts");
+  check(cudaFreeAsync(partial, s), "rmsnorm_backward: free scratch");
 }
 
 }  // namespace tz::cuda
