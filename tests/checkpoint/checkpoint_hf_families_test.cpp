@@ -4,7 +4,8 @@
 // weights set to distinct values (biases and gains too, so a misplaced row shows) and saved as a
 // checkpoint. The export has Hugging Face's names, shapes and layouts (checked by a json + numpy reader
 // against tierzero's flat parameters); export -> import at 1 and 3 ranks -> save -> export is
-// byte-identical; each rank reads exactly its shard's elements; bad files are refused naming the tensor.
+// byte-identical; each rank reads exactly its shard's elements; bad files are refused naming the tensor;
+// PyTorch reading the files reproduces tierzero's logits.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -17,6 +18,8 @@
 #include "checkpoint/weight_export.hpp"
 #include "checkpoint_test_util.hpp"
 #include "core/bf16.hpp"
+#include "model/gpt.hpp"
+#include "model/param_source.hpp"
 #include "support/expect_contains.hpp"
 
 namespace tz {
@@ -407,6 +410,42 @@ TEST(CheckpointHfFamilies, AnArchitectureTheFamilysFileCannotHoldIsAnErrorNaming
       }(),
       {"model.layers.0.mlp.up_proj.weight", "rows [40, 80)", "which has 40 rows"});
   EXPECT_EQ(hf_tensors(ParameterLayout(model_of(hf_families()[0])), "x").size(), 1u + 2 * 9 + 2);
+}
+
+TEST(CheckpointHfFamilies, PyTorchReadsTheFilesAndReproducesTheLogits) {
+  // An independent reader (json + numpy + plain torch, each family's forward written from its
+  // config.json keys the Hugging Face way) runs the exported file on a batch and gets tierzero's logits.
+  for (const HfFamily& f : hf_families()) {
+    const GptConfig model = model_of(f);
+    std::vector<float> params = distinct_params(model);
+    for (float& p : params) p *= 0.1f;  // activations of a trained model's size
+    const std::string dir = test::scratch_dir(f.name);
+    const std::string ckpt = checkpoint_of(model, params, dir + "/ckpt");
+    const int B = 3, T = model.n_positions;
+    std::vector<std::int32_t> tokens(B * T);
+    for (int i = 0; i < B * T; ++i) tokens[i] = (i * 13 + 5) % model.vocab_size;
+    write_file(dir + "/tokens.bin", {reinterpret_cast<const char*>(tokens.data()), tokens.size() * 4});
+    write_file(dir + "/config.json", f.config.dump());
+    for (DType dtype : {DType::f32, DType::bf16}) {
+      const std::string file = dir + "/model_" + std::string(dtype_name(dtype)) + ".safetensors";
+      export_checkpoint(ckpt, file, {.format = WeightFormat::safetensors, .dtype = dtype});
+      std::vector<float> weights = params, grads(params.size());
+      if (dtype == DType::bf16)
+        for (float& p : weights) p = to_float(to_bf16(p));
+      Gpt gpt(model, B, T);
+      ResidentParams src(gpt.layout(), weights.data(), grads.data());
+      gpt.forward(src, tokens.data(), nullptr);
+      write_file(dir + "/logits.bin", {reinterpret_cast<const char*>(gpt.logits().data()),
+                                       static_cast<std::size_t>(B) * T * model.vocab_size * 4});
+      const std::string cmd = fmt::format(
+          "OMP_WAIT_POLICY=PASSIVE OMP_NUM_THREADS=1 /usr/bin/python3 "
+          "{}/tests/checkpoint/torch_safetensors_logits.py "
+          "--model {} --config {}/config.json --tokens {}/tokens.bin --logits {}/logits.bin --batch {} --seq "
+          "{}",
+          TZ_SOURCE_DIR, file, dir, dir, dir, B, T);
+      EXPECT_EQ(std::system(cmd.c_str()), 0) << f.name << " " << dtype_name(dtype) << ": " << cmd;
+    }
+  }
 }
 
 }  // namespace
