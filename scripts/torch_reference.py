@@ -1,17 +1,23 @@
 #!/usr/bin/env python3
 """Regenerates the PyTorch reference fixtures that tests/model/torch_reference_test.cpp compares
-tierzero's GPT against.
+tierzero's model against, one per architecture case (CASES below: GPT-2; Llama with grouped-query
+attention 4:1, SwiGLU, RMSNorm and an untied head; Llama 1:1 with odd heads, attention biases and a
+tied head; GPT-NeoX with rotary on a quarter of each head, the parallel residual and exact GELU;
+GPT-NeoX with full rotary and the sequential residual).
 
-It asks tierzero for the initial weights of a tiny, oddly sized GPT (`tierzero train --init-out`),
-builds the same model in PyTorch, loads those weights, and dumps for one fixed batch: the logits,
-the loss and the gradient of every parameter; then the losses of 10 AdamW steps (warmup + cosine
-learning rate, global-norm clipping, decoupled weight decay on matrices only) on that batch.
+For each case it asks tierzero for the initial weights of a tiny, oddly sized model
+(`tierzero train --init-out`), builds the same model in PyTorch from the config's architecture keys,
+written here from the Hugging Face definitions (rotate_half rotary on the first R dims of each head,
+repeat_kv for grouped-query heads, RMSNorm in fp32, SwiGLU = down(silu(gate) * up), the parallel
+residual x + attn(ln_1(x)) + mlp(ln_2(x))), loads those weights, and dumps for one fixed batch: the
+logits, the loss and the gradient of every parameter; then the losses of 10 AdamW steps (warmup +
+cosine learning rate, global-norm clipping, decoupled weight decay on matrices only) on that batch.
 
 Run with Debian's PyTorch (python3-torch), from the repository root, after building:
-    /usr/bin/python3 scripts/torch_reference.py --tierzero build/tierzero
-Writes tests/fixtures/gpt_ref.json (config, batch, hyper-parameters, losses, a checksum of the initial
-weights, the offsets of each array) and tests/fixtures/gpt_ref.bin (fp32: logits, then the gradients
-in the flat-buffer order of tierzero's parameter layout).
+    /usr/bin/python3 scripts/torch_reference.py --tierzero build/tierzero [--case NAME ...]
+Writes tests/fixtures/<case>_ref.json (config, batch, hyper-parameters, losses, a checksum of the
+initial weights, the offsets of each array) and tests/fixtures/<case>_ref.bin (fp32: logits, then the
+gradients in the flat-buffer order of tierzero's parameter layout).
 """
 import argparse
 import json
@@ -23,7 +29,30 @@ import tempfile
 import torch
 import torch.nn.functional as F
 
-CONFIG = {"n_layer": 2, "n_embd": 36, "n_head": 3, "n_positions": 16, "vocab_size": 61}
+CASES = {
+    "gpt": {"n_layer": 2, "n_embd": 36, "n_head": 3, "n_positions": 16, "vocab_size": 61},
+    "llama_gqa": {"n_layer": 2, "n_embd": 32, "n_head": 4, "n_positions": 16, "vocab_size": 61, "family": "llama",
+                  "norm": "rmsnorm", "norm_bias": False, "norm_eps": 1e-6, "positions": "rotary",
+                  "rope_theta": 500000.0, "rotary_fraction": 1.0, "n_kv_head": 1, "qkv_bias": False,
+                  "attn_out_bias": False, "mlp": "swiglu", "mlp_hidden": 44, "mlp_bias": False,
+                  "residual": "sequential", "tied_embeddings": False},
+    "llama_tied": {"n_layer": 2, "n_embd": 30, "n_head": 3, "n_positions": 16, "vocab_size": 61,
+                   "family": "llama", "norm": "rmsnorm", "norm_bias": False, "norm_eps": 1e-5,
+                   "positions": "rotary", "rope_theta": 10000.0, "rotary_fraction": 1.0, "n_kv_head": 3,
+                   "qkv_bias": True, "attn_out_bias": True, "mlp": "swiglu", "mlp_hidden": 40, "mlp_bias": False,
+                   "residual": "sequential", "tied_embeddings": True},
+    "neox": {"n_layer": 2, "n_embd": 24, "n_head": 3, "n_positions": 16, "vocab_size": 61, "family": "gpt_neox",
+             "norm": "layernorm", "norm_bias": True, "norm_eps": 1e-5, "positions": "rotary",
+             "rope_theta": 10000.0, "rotary_fraction": 0.25, "n_kv_head": 3, "qkv_bias": True,
+             "attn_out_bias": True, "mlp": "gelu_exact", "mlp_hidden": 96, "mlp_bias": True,
+             "residual": "parallel", "tied_embeddings": False},
+    "neox_seq": {"n_layer": 2, "n_embd": 32, "n_head": 4, "n_positions": 16, "vocab_size": 61,
+                 "family": "gpt_neox", "norm": "layernorm", "norm_bias": True, "norm_eps": 1e-5,
+                 "positions": "rotary", "rope_theta": 10000.0, "rotary_fraction": 1.0, "n_kv_head": 4,
+                 "qkv_bias": True, "attn_out_bias": True, "mlp": "gelu_exact", "mlp_hidden": 72,
+                 "mlp_bias": True, "residual": "sequential", "tied_embeddings": True},
+}
+CONFIG = CASES["gpt"]
 B, T, SEED, STEPS = 3, 13, 7, 10
 HP = {"max_lr": 1e-2, "min_lr": 1e-3, "warmup_steps": 3, "decay_steps": 10, "beta1": 0.9, "beta2": 0.95,
       "eps": 1e-8, "weight_decay": 0.1, "grad_clip": 1.0}
@@ -39,27 +68,76 @@ def lr_at(step):
     return HP["min_lr"] + 0.5 * (1 + math.cos(math.pi * r)) * (HP["max_lr"] - HP["min_lr"])
 
 
+def rms_norm(x, w, eps):
+    """Hugging Face's LlamaRMSNorm (fp32 throughout here)."""
+    return w * (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps))
+
+
+def rotate_half(x):
+    x1, x2 = x[..., : x.shape[-1] // 2], x[..., x.shape[-1] // 2:]
+    return torch.cat((-x2, x1), dim=-1)
+
+
+def rotary(q, k, t):
+    """Hugging Face's rotary embedding (half-split pairs) on the first R dims of each head."""
+    D = q.shape[-1]
+    R = int(D * CONFIG.get("rotary_fraction", 1.0))
+    inv_freq = 1.0 / (CONFIG["rope_theta"] ** (torch.arange(0, R, 2, dtype=torch.int64).float() / R))
+    freqs = torch.outer(torch.arange(t).float(), inv_freq)
+    emb = torch.cat((freqs, freqs), dim=-1)
+    cos, sin = emb.cos(), emb.sin()
+    def rot(x):
+        xr, xp = x[..., :R], x[..., R:]
+        return torch.cat((xr * cos + rotate_half(xr) * sin, xp), dim=-1)
+    return rot(q), rot(k)
+
+
 def forward(p, idx, targets):
-    """GPT-2: embeddings, pre-LN blocks, final LN, LM head tied to wte, mean cross-entropy."""
-    C, H, L = CONFIG["n_embd"], CONFIG["n_head"], CONFIG["n_layer"]
+    """Embeddings, pre-norm blocks, final norm, LM head, mean cross-entropy, by the config's architecture."""
+    c = CONFIG
+    C, H, L = c["n_embd"], c["n_head"], c["n_layer"]
+    KV, D = c.get("n_kv_head", H), C // H
+    eps = c.get("norm_eps", 1e-5)
+    rms = c.get("norm") == "rmsnorm"
     b, t = idx.shape
-    x = p["wte"][idx] + p["wpe"][:t]
+
+    def norm(x, prefix):
+        if rms:
+            return rms_norm(x, p[prefix + ".weight"], eps)
+        return F.layer_norm(x, (C,), p[prefix + ".weight"], p.get(prefix + ".bias"), eps=eps)
+
+    def lin(x, prefix):
+        return F.linear(x, p[prefix + ".weight"], p.get(prefix + ".bias"))
+
+    x = p["wte"][idx]
+    if c.get("positions", "learned") == "learned":
+        x = x + p["wpe"][:t]
     mask = torch.tril(torch.ones(t, t, dtype=torch.bool))
     for i in range(L):
         h = f"h.{i}."
-        y = F.layer_norm(x, (C,), p[h + "ln_1.weight"], p[h + "ln_1.bias"], eps=1e-5)
-        qkv = F.linear(y, p[h + "attn.qkv.weight"], p[h + "attn.qkv.bias"])
-        q, k, v = qkv.split(C, dim=2)
-        q, k, v = (z.view(b, t, H, C // H).transpose(1, 2) for z in (q, k, v))
-        att = (q @ k.transpose(-2, -1)) / math.sqrt(C // H)
+        qkv = lin(norm(x, h + "ln_1"), h + "attn.qkv")
+        q, k, v = qkv.split([H * D, KV * D, KV * D], dim=2)
+        q = q.view(b, t, H, D).transpose(1, 2)
+        k, v = (z.view(b, t, KV, D).transpose(1, 2) for z in (k, v))
+        if c.get("positions", "learned") == "rotary":
+            q, k = rotary(q, k, t)
+        k, v = (z.repeat_interleave(H // KV, dim=1) for z in (k, v))  # repeat_kv
+        att = (q @ k.transpose(-2, -1)) / math.sqrt(D)
         att = att.masked_fill(~mask, float("-inf")).softmax(dim=-1)
         y = (att @ v).transpose(1, 2).reshape(b, t, C)
-        x = x + F.linear(y, p[h + "attn.proj.weight"], p[h + "attn.proj.bias"])
-        y = F.layer_norm(x, (C,), p[h + "ln_2.weight"], p[h + "ln_2.bias"], eps=1e-5)
-        y = F.gelu(F.linear(y, p[h + "mlp.fc.weight"], p[h + "mlp.fc.bias"]), approximate="tanh")
-        x = x + F.linear(y, p[h + "mlp.proj.weight"], p[h + "mlp.proj.bias"])
-    x = F.layer_norm(x, (C,), p["ln_f.weight"], p["ln_f.bias"], eps=1e-5)
-    logits = x @ p["wte"].t()
+        r = x + lin(y, h + "attn.proj")
+        m = norm(x if c.get("residual") == "parallel" else r, h + "ln_2")
+        f = lin(m, h + "mlp.fc")
+        act = c.get("mlp", "gelu_tanh")
+        if act == "swiglu":
+            gate, up = f.split(c["mlp_hidden"], dim=2)
+            f = F.silu(gate) * up
+        else:
+            f = F.gelu(f, approximate="tanh" if act == "gelu_tanh" else "none")
+        x = r + lin(f, h + "mlp.proj")
+    x = norm(x, "ln_f")
+    head = p["wte"] if c.get("tied_embeddings", True) else p["lm_head.weight"]
+    logits = x @ head.t()
     loss = F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1))
     return logits, loss
 
@@ -67,8 +145,16 @@ def forward(p, idx, targets):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--tierzero", default="build/tierzero", help="the tierzero binary")
-    ap.add_argument("--out", default="tests/fixtures", help="folder for gpt_ref.json and gpt_ref.bin")
+    ap.add_argument("--out", default="tests/fixtures", help="folder for <case>_ref.json and <case>_ref.bin")
+    ap.add_argument("--case", action="append", choices=sorted(CASES), help="the cases to write (default: all)")
     args = ap.parse_args()
+    global CONFIG
+    for name in args.case or sorted(CASES):
+        CONFIG = CASES[name]
+        write_case(name, args)
+
+
+def write_case(name, args):
     torch.manual_seed(SEED)
     torch.set_num_threads(1)
 
@@ -115,19 +201,19 @@ def main():
 
     os.makedirs(args.out, exist_ok=True)
     offsets, pos = {}, 0
-    with open(os.path.join(args.out, "gpt_ref.bin"), "wb") as f:
-        for name, blob in blobs:
+    with open(os.path.join(args.out, name + "_ref.bin"), "wb") as f:
+        for blob_name, blob in blobs:
             data = blob.detach().to(torch.float32).contiguous().numpy().astype("<f4")
             f.write(data.tobytes())
-            offsets[name] = {"offset": pos, "numel": int(data.size)}
+            offsets[blob_name] = {"offset": pos, "numel": int(data.size)}
             pos += int(data.size)
     doc = {"generator": "scripts/torch_reference.py", "torch_version": torch.__version__, "config": CONFIG,
            "batch": B, "seq": T, "seed": SEED, "hyper_parameters": HP, "init_checksum": checksum,
            "tokens": idx.reshape(-1).tolist(), "targets": targets.reshape(-1).tolist(), "loss": float(loss),
            "step_losses": losses, "step_grad_norms": norms, "arrays": offsets}
-    with open(os.path.join(args.out, "gpt_ref.json"), "w") as f:
+    with open(os.path.join(args.out, name + "_ref.json"), "w") as f:
         json.dump(doc, f, indent=1)
-    print(f"loss {float(loss):.6f}; step losses {[round(x, 5) for x in losses]}; wrote {args.out}/gpt_ref.*")
+    print(f"loss {float(loss):.6f}; step losses {[round(x, 5) for x in losses]}; wrote {args.out}/{name}_ref.*")
 
 
 if __name__ == "__main__":

@@ -117,7 +117,6 @@ ModelWeights read_checkpoint_weights_flat(const std::string& checkpoint) {
   const ResolvedCheckpoint rc = resolve_checkpoint(checkpoint);
   CheckpointReader reader(rc.path);
   const CheckpointManifest& m = reader.manifest();
-  require_gpt2_layers(m.model, "checkpoint " + rc.path);
   const ParameterLayout params(m.model);
   m.check_against(params, "checkpoint " + rc.path);
   ModelWeights out;

@@ -110,15 +110,15 @@ void EmulatedKernels::encoder_forward(float* out, const std::int32_t* tokens, We
                                       int B, int T, int C, int V) {
   const std::size_t N = static_cast<std::size_t>(B) * T;
   cpu_.encoder_forward(host(out, N * C), host(tokens, N), host(wte, static_cast<std::size_t>(V) * C),
-                       host(wpe, static_cast<std::size_t>(T) * C), B, T, C, V);
+                       wpe ? host(wpe, static_cast<std::size_t>(T) * C) : nullptr, B, T, C, V);
 }
 
 void EmulatedKernels::encoder_backward(float* dwte, float* dwpe, const float* dout,
                                        const std::int32_t* tokens, int B, int T, int C, int V) {
   const std::size_t N = static_cast<std::size_t>(B) * T;
   cpu_.encoder_backward(host(dwte, static_cast<std::size_t>(V) * C),
-                        host(dwpe, static_cast<std::size_t>(T) * C), host(dout, N * C), host(tokens, N), B, T,
-                        C, V);
+                        dwpe ? host(dwpe, static_cast<std::size_t>(T) * C) : nullptr, host(dout, N * C),
+                        host(tokens, N), B, T, C, V);
 }
 
 void EmulatedKernels::layernorm_forward(float* out, float* mean, float* rstd, const float* inp,

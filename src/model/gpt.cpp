@@ -7,8 +7,30 @@
 #include "core/error.hpp"
 #include "device/kernels.hpp"
 #include "model/kernel_threads.hpp"
+#include "model/rotary_table.hpp"
 
 namespace tz {
+
+namespace {
+
+// The sizes every layer call takes, from the config.
+struct Shape {
+  int N, C, H, KV, D, QKV, F, FC, R;
+};
+Shape shape_of(const GptConfig& c, int B, int T) {
+  const int D = c.head_size(), KV = c.kv_heads(), F = static_cast<int>(c.mlp_width());
+  return {B * T,
+          c.n_embd,
+          c.n_head,
+          KV,
+          D,
+          (c.n_head + 2 * KV) * D,
+          F,
+          c.mlp == MlpKind::swiglu ? 2 * F : F,
+          c.rotary_dims()};
+}
+
+}  // namespace
 
 Gpt::Gpt(const GptConfig& config, int B, int T, GptOptions options)
     : layout_(config), B_(B), T_(T), options_(options) {
@@ -16,12 +38,14 @@ Gpt::Gpt(const GptConfig& config, int B, int T, GptOptions options)
   if (T > config.n_positions)
     fail_input("model: sequence length {} exceeds n_positions {} of the model config", T, config.n_positions);
   set_kernel_threads(options.threads);
-  const std::size_t N = static_cast<std::size_t>(B) * T, C = config.n_embd, L = config.n_layer,
-                    V = config.vocab_size, H = config.n_head;
-  const std::size_t per_block = N * (C + 3 * C + C + C + C + 4 * C + 4 * C) + 4 * N + B * H * T;
+  const Shape s = shape_of(config, B, T);
+  const std::size_t N = s.N, C = s.C, L = config.n_layer, V = config.vocab_size, H = s.H, QKV = s.QKV,
+                    F = s.F, FC = s.FC;
+  const bool swiglu = config.mlp == MlpKind::swiglu;
+  const std::size_t per_block = N * (C + QKV + C + C + C + FC + F) + 4 * N + B * H * T;
   const std::size_t kept_blocks = options.recompute ? 1 : L;
   const std::size_t total = (L + 1) * N * C + kept_blocks * per_block + N * C + 2 * N + 2 * N * V + N +
-                            N * C + N * C + 3 * N * C + N * C + 4 * N * C;
+                            N * C + N * C + N * QKV + N * C + N * FC + (swiglu ? N * F : 0);
   acts_ = DeviceBuffer<float>(backend(options.device), total);  // zeroed
   float* p = acts_.data().address();  // device addresses from here on: only kernels read them
   auto take = [&](std::size_t n) {
@@ -35,15 +59,15 @@ Gpt::Gpt(const GptConfig& config, int B, int T, GptOptions options)
     a.ln1 = take(N * C);
     a.ln1_mean = take(N);
     a.ln1_rstd = take(N);
-    a.qkv = take(3 * N * C);
+    a.qkv = take(N * QKV);
     a.att_lse = take(B * H * T);
     a.atty = take(N * C);
     a.res2 = take(N * C);
     a.ln2 = take(N * C);
     a.ln2_mean = take(N);
     a.ln2_rstd = take(N);
-    a.fch = take(4 * N * C);
-    a.fch_gelu = take(4 * N * C);
+    a.fch = take(N * FC);
+    a.fch_act = take(N * F);
     blocks_.push_back(a);
   }
   lnf_ = take(N * C);
@@ -54,12 +78,19 @@ Gpt::Gpt(const GptConfig& config, int B, int T, GptOptions options)
   losses_ = take(N);
   dres_ = take(N * C);
   dln_ = take(N * C);
-  dqkv_ = take(3 * N * C);
+  dqkv_ = take(N * QKV);
   datty_ = take(N * C);
-  dfch_ = take(4 * N * C);
+  dfch_ = take(N * FC);
+  dfch_act_ = swiglu ? take(N * F) : dfch_;  // GELU's backward runs in place
   TZ_CHECK_EQ(static_cast<std::size_t>(p - acts_.data().address()), total);
   tokens_ = DeviceBuffer<std::int32_t>(*acts_.backend(), N);
   targets_ = DeviceBuffer<std::int32_t>(*acts_.backend(), N);
+  if (config.positions == PositionKind::rotary) {
+    const RotaryTables t = rotary_tables(config, T);
+    rotary_ = DeviceBuffer<float>(*acts_.backend(), t.cos.size() + t.sin.size());
+    upload(rotary_.data(), t.cos.data(), t.cos.size());
+    upload(rotary_.data() + t.cos.size(), t.sin.data(), t.sin.size());
+  }
 }
 
 Gpt::BlockParams Gpt::block_params(const AcquiredParams& p) const {
@@ -74,24 +105,90 @@ WeightRef Gpt::wte(const AcquiredParams& p) const {
   return embedding_view(layout_, p.b16).wte;
 }
 
+WeightRef Gpt::head(const AcquiredParams& p) const {
+  if (config().tied_embeddings) return wte(p);
+  if (p.b16 == nullptr) return WeightRef(p.f32);  // lm_head.weight is its range's only tensor
+  return WeightRef(p.b16);
+}
+
+void Gpt::norm_forward(float* out, float* mean, float* rstd, const float* inp, const float* w,
+                       const float* b) {
+  const int N = B_ * T_, C = config().n_embd;
+  const float eps = static_cast<float>(config().norm_eps);
+  if (config().norm == NormKind::rmsnorm)
+    kernels().rmsnorm_forward(out, rstd, inp, w, N, C, eps);
+  else
+    kernels().layernorm_forward(out, mean, rstd, inp, w, b, N, C, eps);
+}
+
+void Gpt::norm_backward(float* dinp, float* dw, float* db, const float* dout, const float* inp,
+                        const float* w, const float* mean, const float* rstd) {
+  const int N = B_ * T_, C = config().n_embd;
+  if (config().norm == NormKind::rmsnorm)
+    kernels().rmsnorm_backward(dinp, dw, dout, inp, w, rstd, N, C);
+  else
+    kernels().layernorm_backward(dinp, dw, db, dout, inp, w, mean, rstd, N, C);
+}
+
+void Gpt::activation_forward(float* act, const float* fch) {
+  const Shape s = shape_of(config(), B_, T_);
+  const long n = static_cast<long>(s.N) * s.F;
+  switch (config().mlp) {
+    case MlpKind::gelu_tanh:
+      kernels().gelu_forward(act, fch, n);
+      break;
+    case MlpKind::gelu_exact:
+      kernels().gelu_exact_forward(act, fch, n);
+      break;
+    case MlpKind::swiglu:
+      kernels().swiglu_forward(act, fch, s.N, s.F);
+      break;
+  }
+}
+
+void Gpt::activation_backward(float* dfch, const float* fch, const float* dact) {
+  const Shape s = shape_of(config(), B_, T_);
+  const long n = static_cast<long>(s.N) * s.F;
+  switch (config().mlp) {
+    case MlpKind::gelu_tanh:
+      kernels().gelu_backward(dfch, fch, dact, n);
+      break;
+    case MlpKind::gelu_exact:
+      kernels().gelu_exact_backward(dfch, fch, dact, n);
+      break;
+    case MlpKind::swiglu:
+      kernels().swiglu_backward(dfch, fch, dact, s.N, s.F);
+      break;
+  }
+}
+
 void Gpt::block_forward(const BlockParams& p, const float* x_in, const BlockActs& a, float* x_out) {
   const BlockView<const float>& w = p.v;
-  const int N = B_ * T_, C = config().n_embd, H = config().n_head;
+  const Shape s = shape_of(config(), B_, T_);
+  const long NC = static_cast<long>(s.N) * s.C;
+  const bool parallel = config().residual == ResidualKind::parallel;
   using S = LayerSlot;
   Kernels& k = kernels();
-  timed(S::layernorm,
-        [&] { k.layernorm_forward(a.ln1, a.ln1_mean, a.ln1_rstd, x_in, w.ln1_w, w.ln1_b, N, C, 1e-5f); });
-  timed(S::qkv, [&] { k.matmul_forward(a.qkv, a.ln1, p.qkv_w, w.qkv_b, N, C, 3 * C); });
-  timed(S::attention, [&] { k.attention_forward(a.atty, a.att_lse, a.qkv, B_, T_, H, H, C / H); });
-  timed(S::attn_proj, [&] { k.matmul_forward(a.res2, a.atty, p.attn_proj_w, w.attn_proj_b, N, C, C); });
-  timed(S::residual, [&] { k.residual_forward(a.res2, a.res2, x_in, static_cast<long>(N) * C); });
-  timed(S::layernorm,
-        [&] { k.layernorm_forward(a.ln2, a.ln2_mean, a.ln2_rstd, a.res2, w.ln2_w, w.ln2_b, N, C, 1e-5f); });
-  timed(S::fc, [&] { k.matmul_forward(a.fch, a.ln2, p.fc_w, w.fc_b, N, C, 4 * C); });
-  timed(S::gelu, [&] { k.gelu_forward(a.fch_gelu, a.fch, static_cast<long>(N) * 4 * C); });
+  timed(S::layernorm, [&] { norm_forward(a.ln1, a.ln1_mean, a.ln1_rstd, x_in, w.ln1_w, w.ln1_b); });
+  timed(S::qkv, [&] { k.matmul_forward(a.qkv, a.ln1, p.qkv_w, w.qkv_b, s.N, s.C, s.QKV); });
+  if (s.R > 0)
+    timed(S::attention, [&] {
+      const float* cos = rotary_.data().address();
+      k.rotary_forward(a.qkv, cos, cos + static_cast<std::size_t>(T_) * (s.R / 2), B_, T_, s.H, s.KV, s.D,
+                       s.R);
+    });
+  timed(S::attention, [&] { k.attention_forward(a.atty, a.att_lse, a.qkv, B_, T_, s.H, s.KV, s.D); });
+  timed(S::attn_proj, [&] { k.matmul_forward(a.res2, a.atty, p.attn_proj_w, w.attn_proj_b, s.N, s.C, s.C); });
+  timed(S::residual, [&] { k.residual_forward(a.res2, a.res2, x_in, NC); });
+  // The MLP reads ln_2 of the attention's output (sequential) or of the block's input (parallel).
+  const float* mlp_in = parallel ? x_in : a.res2;
+  timed(S::layernorm, [&] { norm_forward(a.ln2, a.ln2_mean, a.ln2_rstd, mlp_in, w.ln2_w, w.ln2_b); });
+  timed(S::fc, [&] { k.matmul_forward(a.fch, a.ln2, p.fc_w, w.fc_b, s.N, s.C, s.FC); });
+  timed(S::gelu, [&] { activation_forward(a.fch_act, a.fch); });
   if (x_out) {
-    timed(S::mlp_proj, [&] { k.matmul_forward(x_out, a.fch_gelu, p.mlp_proj_w, w.mlp_proj_b, N, 4 * C, C); });
-    timed(S::residual, [&] { k.residual_forward(x_out, x_out, a.res2, static_cast<long>(N) * C); });
+    timed(S::mlp_proj,
+          [&] { k.matmul_forward(x_out, a.fch_act, p.mlp_proj_w, w.mlp_proj_b, s.N, s.F, s.C); });
+    timed(S::residual, [&] { k.residual_forward(x_out, x_out, a.res2, NC); });
   }
 }
 
@@ -109,7 +206,7 @@ float Gpt::forward(ParamSource& params, const std::int32_t* tokens, const std::i
   Kernels& k = kernels();
   set_kernel_threads(options_.threads);
 
-  const int E = ParameterLayout::embeddings_range(), F = layout_.final_ln_range();
+  const int E = ParameterLayout::embeddings_range(), F = layout_.final_ln_range(), Hd = layout_.head_range();
   AcquiredParams e = params.acquire_params(E);
   timed(LayerSlot::encoder, [&] {
     k.encoder_forward(x_in_[0], tokens_.data().address(), wte(e), embedding_view(layout_, e.f32).wpe, B_, T_,
@@ -124,76 +221,87 @@ float Gpt::forward(ParamSource& params, const std::int32_t* tokens, const std::i
   }
 
   auto lnf = final_ln_view(layout_, params.acquire_params(F).f32);
-  timed(LayerSlot::layernorm,
-        [&] { k.layernorm_forward(lnf_, lnf_mean_, lnf_rstd_, x_in_[L], lnf.w, lnf.b, N, C, 1e-5f); });
+  timed(LayerSlot::layernorm, [&] { norm_forward(lnf_, lnf_mean_, lnf_rstd_, x_in_[L], lnf.w, lnf.b); });
   params.release_params(F);
 
-  e = params.acquire_params(E);
-  timed(LayerSlot::lm_head, [&] { k.matmul_forward(logits_, lnf_, wte(e), nullptr, N, C, V); });
+  const WeightRef w_head = head(params.acquire_params(Hd));
+  timed(LayerSlot::lm_head, [&] { k.matmul_forward(logits_, lnf_, w_head, nullptr, N, C, V); });
   float loss = std::numeric_limits<float>::quiet_NaN();
   if (targets)
     timed(LayerSlot::cross_entropy, [&] {
       loss = static_cast<float>(
           k.softmax_cross_entropy_forward(losses_, probs_, logits_, targets_.data().address(), N, V));
     });
-  params.release_params(E);
+  params.release_params(Hd);
   return loss;
 }
 
 void Gpt::block_backward(const BlockParams& p, const BlockView<float>& g, const float* x_in,
                          const BlockActs& a) {
   const BlockView<const float>& w = p.v;
-  const int N = B_ * T_, C = config().n_embd, H = config().n_head;
+  const Shape s = shape_of(config(), B_, T_);
+  const bool parallel = config().residual == ResidualKind::parallel;
   using S = LayerSlot;
   Kernels& k = kernels();
-  // MLP half: x_out = res2 + mlp_proj(gelu(fc(ln_2(res2)))); dres holds d x_out.
+  // dres holds d x_out, which is also d r (x_out = r + mlp(...)).
+  // MLP: mlp = down(act(fc(n_2(m)))), m = r (sequential) or x_in (parallel).
   timed(S::mlp_proj, [&] {
-    k.matmul_backward(dfch_, g.mlp_proj_w, g.mlp_proj_b, dres_, a.fch_gelu, p.mlp_proj_w, N, 4 * C, C);
+    k.matmul_backward(dfch_act_, g.mlp_proj_w, g.mlp_proj_b, dres_, a.fch_act, p.mlp_proj_w, s.N, s.F, s.C);
   });
-  timed(S::gelu, [&] { k.gelu_backward(dfch_, a.fch, dfch_, static_cast<long>(N) * 4 * C); });
-  timed(S::fc, [&] { k.matmul_backward(dln_, g.fc_w, g.fc_b, dfch_, a.ln2, p.fc_w, N, C, 4 * C); });
-  timed(S::layernorm, [&] {
-    k.layernorm_backward(dres_, g.ln2_w, g.ln2_b, dln_, a.res2, w.ln2_w, a.ln2_mean, a.ln2_rstd, N, C);
-  });
-  // Attention half: res2 = x_in + proj(attn(qkv(ln_1(x_in)))); dres now holds d res2.
+  timed(S::gelu, [&] { activation_backward(dfch_, a.fch, dfch_act_); });
+  timed(S::fc, [&] { k.matmul_backward(dln_, g.fc_w, g.fc_b, dfch_, a.ln2, p.fc_w, s.N, s.C, s.FC); });
+  // Sequential: n_2's input is r, so d r += its backward now, before the attention half reads d r.
+  // Parallel: n_2's input is x_in; its backward accumulates into d x_in after the attention half has
+  // read d r (= d x_out) alone.
+  auto ln2_backward = [&](const float* inp) {
+    timed(S::layernorm,
+          [&] { norm_backward(dres_, g.ln2_w, g.ln2_b, dln_, inp, w.ln2_w, a.ln2_mean, a.ln2_rstd); });
+  };
+  if (!parallel) ln2_backward(a.res2);
+  // Attention half: r = x_in + proj(attn(rot(qkv(n_1(x_in))))).
   timed(S::attn_proj, [&] {
-    k.matmul_backward(datty_, g.attn_proj_w, g.attn_proj_b, dres_, a.atty, p.attn_proj_w, N, C, C);
+    k.matmul_backward(datty_, g.attn_proj_w, g.attn_proj_b, dres_, a.atty, p.attn_proj_w, s.N, s.C, s.C);
   });
   timed(S::attention,
-        [&] { k.attention_backward(dqkv_, datty_, a.qkv, a.atty, a.att_lse, B_, T_, H, H, C / H); });
-  timed(S::qkv, [&] { k.matmul_backward(dln_, g.qkv_w, g.qkv_b, dqkv_, a.ln1, p.qkv_w, N, C, 3 * C); });
-  timed(S::layernorm, [&] {
-    k.layernorm_backward(dres_, g.ln1_w, g.ln1_b, dln_, x_in, w.ln1_w, a.ln1_mean, a.ln1_rstd, N, C);
-  });
+        [&] { k.attention_backward(dqkv_, datty_, a.qkv, a.atty, a.att_lse, B_, T_, s.H, s.KV, s.D); });
+  if (s.R > 0)
+    timed(S::attention, [&] {
+      const float* cos = rotary_.data().address();
+      k.rotary_backward(dqkv_, cos, cos + static_cast<std::size_t>(T_) * (s.R / 2), B_, T_, s.H, s.KV, s.D,
+                        s.R);
+    });
+  if (parallel) ln2_backward(x_in);  // dln is free again once d ln_2 is consumed
+  timed(S::qkv, [&] { k.matmul_backward(dln_, g.qkv_w, g.qkv_b, dqkv_, a.ln1, p.qkv_w, s.N, s.C, s.QKV); });
+  timed(S::layernorm,
+        [&] { norm_backward(dres_, g.ln1_w, g.ln1_b, dln_, x_in, w.ln1_w, a.ln1_mean, a.ln1_rstd); });
 }
 
 void Gpt::backward(ParamSource& params, float grad_scale) {
   TZ_CHECK(have_targets_, "backward needs a forward with targets");
   const GptConfig& c = config();
   const int N = B_ * T_, C = c.n_embd, V = c.vocab_size, L = c.n_layer;
-  const int E = ParameterLayout::embeddings_range(), F = layout_.final_ln_range();
+  const int E = ParameterLayout::embeddings_range(), F = layout_.final_ln_range(), Hd = layout_.head_range();
   set_kernel_threads(options_.threads);
   Kernels& k = kernels();
 
-  // LM head: logits = lnf wte^T. dlogits reuses the logits buffer.
+  // LM head: logits = lnf W^T (W = wte or lm_head). dlogits reuses the logits buffer.
   float* dlogits = logits_;
   backward_pass_ = true;
   timed(LayerSlot::cross_entropy, [&] {
     k.softmax_cross_entropy_backward(dlogits, probs_, targets_.data().address(),
                                      grad_scale / static_cast<float>(N), N, V);
   });
-  const WeightRef head = wte(params.acquire_params(E));
-  auto demb = embedding_view(layout_, params.grad_buffer(E));
-  timed(LayerSlot::lm_head,
-        [&] { k.matmul_backward(dln_, demb.wte, nullptr, dlogits, lnf_, head, N, C, V); });
-  params.release_params(E);
+  const WeightRef w_head = head(params.acquire_params(Hd));
+  float* dhead = params.grad_buffer(Hd);  // wte's gradient is at the embeddings range's start
+  timed(LayerSlot::lm_head, [&] { k.matmul_backward(dln_, dhead, nullptr, dlogits, lnf_, w_head, N, C, V); });
+  params.release_params(Hd);
+  if (Hd != E) params.grads_ready(Hd);
 
   auto lnf = final_ln_view(layout_, params.acquire_params(F).f32);
   auto dlnf = final_ln_view(layout_, params.grad_buffer(F));
   acts_.backend()->fill_bytes(dres_, 0, static_cast<std::size_t>(N) * C * sizeof(float));
-  timed(LayerSlot::layernorm, [&] {
-    k.layernorm_backward(dres_, dlnf.w, dlnf.b, dln_, x_in_[L], lnf.w, lnf_mean_, lnf_rstd_, N, C);
-  });
+  timed(LayerSlot::layernorm,
+        [&] { norm_backward(dres_, dlnf.w, dlnf.b, dln_, x_in_[L], lnf.w, lnf_mean_, lnf_rstd_); });
   params.release_params(F);
   params.grads_ready(F);
 
@@ -211,8 +319,13 @@ void Gpt::backward(ParamSource& params, float grad_scale) {
     params.grads_ready(r);
   }
 
+  // The encoder's backward needs no parameters; an untied model acquires its range here, as the
+  // schedule (range_schedule.hpp) has it, since the LM head did not.
+  if (Hd != E) params.acquire_params(E);
+  auto demb = embedding_view(layout_, params.grad_buffer(E));
   timed(LayerSlot::encoder,
         [&] { k.encoder_backward(demb.wte, demb.wpe, dres_, tokens_.data().address(), B_, T_, C, V); });
+  if (Hd != E) params.release_params(E);
   backward_pass_ = false;
   params.grads_ready(E);
 }

@@ -1,7 +1,11 @@
-// The GPT-2 model on a backend's device (device/backend.hpp; the cpu one by default): token + position
-// embedding, L pre-LayerNorm blocks
-//   x = x + proj(attn(ln_1(x)));  x = x + mlp_proj(gelu(fc(ln_2(x))))
-// final LayerNorm, LM head tied to wte, mean cross-entropy over the B*T positions.
+// A decoder-only transformer on a backend's device (device/backend.hpp; the cpu one by default), of any
+// architecture GptConfig describes (GPT-2, Llama, GPT-NeoX: docs/model.md): token embedding (+ learned
+// positions), L pre-norm blocks
+//   sequential:  r = x + proj(attn(rot(qkv(n_1(x)))));  x' = r + down(act(fc(n_2(r))))
+//   parallel:    r = x + proj(attn(rot(qkv(n_1(x)))));  x' = r + down(act(fc(n_2(x))))
+// (n LayerNorm or RMSNorm, rot the rotary positions if any, attn causal with grouped-query heads, act
+// GELU or SwiGLU), final norm, LM head (wte when tied, else lm_head), mean cross-entropy over the B*T
+// positions.
 // The model owns activations for a fixed (B, T) and nothing else: parameters and gradients come
 // range by range through a ParamSource (param_source.hpp documents the exact call order).
 // With recompute on, only each block's input (B, T, C) is kept; backward recomputes the block's
@@ -53,9 +57,11 @@ class Gpt {
   void reset_profile() { profile_ = {}; }
 
  private:
+  // fch: (N, FC) the MLP's first product; fch_act: (N, F) after GELU or SwiGLU. Norm means are unused
+  // with RMSNorm.
   struct BlockActs {
     float *ln1, *ln1_mean, *ln1_rstd, *qkv, *att_lse, *atty, *res2, *ln2, *ln2_mean, *ln2_rstd, *fch,
-        *fch_gelu;
+        *fch_act;
   };
   // A block's parameters as acquired: the fp32 view, and its four weight matrices from the bf16 copy
   // when the source served one (param_source.hpp), else from the fp32 view.
@@ -66,6 +72,14 @@ class Gpt {
   BlockParams block_params(const AcquiredParams& p) const;
   // wte of the embeddings range as acquired.
   WeightRef wte(const AcquiredParams& p) const;
+  // The LM head's matrix in its range as acquired (wte when tied, else lm_head.weight).
+  WeightRef head(const AcquiredParams& p) const;
+  // The block's norms and MLP activation, by the config's kinds.
+  void norm_forward(float* out, float* mean, float* rstd, const float* inp, const float* w, const float* b);
+  void norm_backward(float* dinp, float* dw, float* db, const float* dout, const float* inp, const float* w,
+                     const float* mean, const float* rstd);
+  void activation_forward(float* act, const float* fch);
+  void activation_backward(float* dfch, const float* fch, const float* dact);
   void block_forward(const BlockParams& w, const float* x_in, const BlockActs& a, float* x_out);
   void block_backward(const BlockParams& w, const BlockView<float>& g, const float* x_in, const BlockActs& a);
   const BlockActs& acts_for(int layer) const { return blocks_[options_.recompute ? 0 : layer]; }
@@ -86,7 +100,8 @@ class Gpt {
   std::vector<float*> x_in_;  // L + 1 residual streams: input of block l; x_in_[L] feeds ln_f
   std::vector<BlockActs> blocks_;
   float *lnf_, *lnf_mean_, *lnf_rstd_, *logits_, *probs_, *losses_;
-  float *dres_, *dln_, *dqkv_, *datty_, *dfch_;  // backward scratch
+  float *dres_, *dln_, *dqkv_, *datty_, *dfch_, *dfch_act_;  // backward scratch (dfch_act_ = dfch_ for GELU)
+  DeviceBuffer<float> rotary_;  // rotary cos then sin tables (T, R/2) each; empty with learned positions
   DeviceBuffer<std::int32_t> tokens_, targets_;  // (B, T) of the last forward, uploaded
   bool have_targets_ = false;
   bool backward_pass_ = false;  // inside backward's layer calls (recompute is timed as forward)

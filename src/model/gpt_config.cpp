@@ -156,10 +156,8 @@ void require_gpt2_layers(const GptConfig& c, std::string_view what) {
     piece = "the parallel residual";
   else
     piece = "an untied output embedding";
-  fail_input(
-      "{}: the {} model needs {}, which tierzero's layers do not compute yet (they compute GPT-2's); "
-      "`plan` and `simulate` price it",
-      what, model_family_name(c.family), piece);
+  fail_input("{}: the format holds GPT-2's architecture alone, and the {} model has {}", what,
+             model_family_name(c.family), piece);
 }
 
 namespace {

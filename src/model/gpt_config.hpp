@@ -79,7 +79,7 @@ struct GptConfig {
   // In 64 bits: 4 n_embd of a header read before validation may not fit an int.
   long long mlp_width() const { return mlp_hidden > 0 ? mlp_hidden : 4LL * n_embd; }
   int rotary_dims() const;  // rotated dimensions of each head (0 with learned positions)
-  // True when every field is GPT-2's: the only architecture the model's layers compute today.
+  // True when every field is GPT-2's (the architecture llm.c's file format holds).
   bool is_gpt2_architecture() const;
   // Parameters of the model (ParameterLayout::total_numel) from the shapes alone, without building a
   // layout (per family: docs/model.md), saturated at 2^64 - 1, so a reader can check a file's size
@@ -104,8 +104,8 @@ struct GptConfig {
   nlohmann::json to_json() const;
 };
 
-// The layers the model computes today are GPT-2's: InputError naming `what` (the command or file
-// that would build the model), the family and the first piece that is not built yet (RMSNorm,
+// For the formats that hold GPT-2 alone (llm.c's model file, GPT-2's safetensors names): InputError
+// naming `what` (the command or file), the family and the first piece GPT-2 does not have (RMSNorm,
 // rotary positions, grouped-query attention, SwiGLU, parallel residual, untied head, ...).
 void require_gpt2_layers(const GptConfig& config, std::string_view what);
 

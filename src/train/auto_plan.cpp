@@ -31,7 +31,6 @@ void check_nothing_fixed(const TrainConfig& c) {
 
 AutoPlan choose_auto_plan(const TrainConfig& config, const GptConfig& model, const Topology& topo) {
   TZ_CHECK(config.plan == kAutoPlan, "choose_auto_plan for plan '{}'", config.plan);
-  require_gpt2_layers(model, "train --plan auto");
   check_nothing_fixed(config);
   if (!topo.resolved()) fail_input("--plan auto: topology {} is not resolved to a world size", topo.name());
   const int seq = config.seq_len > 0 ? config.seq_len : model.n_positions;

@@ -91,7 +91,6 @@ PartitionPlan plan_from_config(const TrainConfig& c, const GptConfig& model, con
 }
 
 TrainRun make_train_run(const TrainConfig& c, const GptConfig& model, const Topology& topo, int world_size) {
-  require_gpt2_layers(model, "train");
   const int T = c.seq_len > 0 ? c.seq_len : model.n_positions;
   if (T > model.n_positions)
     fail_input("config: tierzero.sequence_length {} exceeds the model's n_positions {}", T,

@@ -33,6 +33,24 @@ add_test(NAME ckpt_mpi_resume_np3_bitwise
 set_tests_properties(ckpt_mpi_resume_np3_bitwise PROPERTIES FIXTURES_REQUIRED "ckpt_whole;ckpt_same_resumed"
                      PASS_REGULAR_EXPRESSION "bitwise equal" LABELS mpi TIMEOUT 60)
 
+# The other families the same way: a Llama (grouped-query, untied) and a GPT-NeoX from their Hugging
+# Face config.json, 3 ranks zero3 in fp32, saved at 3 and resumed to 6: bitwise the uninterrupted run.
+foreach(family llama neox)
+  set(model --model ${CMAKE_CURRENT_LIST_DIR}/../model/configs/tiny_${family}_hf.json)
+  tz_ck_test(ckpt_mpi_${family}_uninterrupted_np3 3 ARGS ${model} --metrics ${TZ_CK_DIR}/${family}_whole.jsonl
+             PASS "done: final loss" SETUP ckpt_${family}_whole)
+  tz_ck_test(ckpt_mpi_${family}_save_np3 3 ARGS ${model} --steps 3 --save-every 3 --save-dir ${TZ_CK_DIR}/${family}
+             PASS "saved .*${family}/step_3.*done: final loss" SETUP ckpt_${family}_saved)
+  tz_ck_test(ckpt_mpi_${family}_resume_np3 3 ARGS ${model} --resume ${TZ_CK_DIR}/${family}
+             --metrics ${TZ_CK_DIR}/${family}_resumed.jsonl PASS "resumed from .*${family}/step_3 at step 3.*done: final loss"
+             REQUIRES ckpt_${family}_saved SETUP ckpt_${family}_resumed)
+  add_test(NAME ckpt_mpi_${family}_resume_np3_bitwise
+           COMMAND ${TZ_CK_COMPARE} ${TZ_CK_DIR}/${family}_whole.jsonl ${TZ_CK_DIR}/${family}_resumed.jsonl --from-step 4)
+  set_tests_properties(ckpt_mpi_${family}_resume_np3_bitwise PROPERTIES
+                       FIXTURES_REQUIRED "ckpt_${family}_whole;ckpt_${family}_resumed"
+                       PASS_REGULAR_EXPRESSION "bitwise equal" LABELS mpi TIMEOUT 60)
+endforeach()
+
 # The strict emulated device (docs/backends.md): 8 ranks of three-level on frontier-mini print bitwise
 # the metrics of the cpu backend; a checkpoint saved on the emulated device resumes on the cpu one
 # bitwise as the uninterrupted run.

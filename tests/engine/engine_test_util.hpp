@@ -61,6 +61,51 @@ inline GptConfig tiny_gpt() {
   return GptConfig{.n_layer = 2, .n_embd = 24, .n_head = 3, .n_positions = 16, .vocab_size = 61};
 }
 
+// A Llama: RMSNorm, rotary on whole heads, grouped-query attention 4:1, SwiGLU of width 40, no biases,
+// an untied head; vocabulary 61 and width 32 divide no world of 3, 6 or 8.
+inline GptConfig tiny_llama() {
+  return GptConfig{.n_layer = 2,
+                   .n_embd = 32,
+                   .n_head = 4,
+                   .n_positions = 16,
+                   .vocab_size = 61,
+                   .family = ModelFamily::llama,
+                   .norm = NormKind::rmsnorm,
+                   .norm_bias = false,
+                   .norm_eps = 1e-6,
+                   .positions = PositionKind::rotary,
+                   .n_kv_head = 1,
+                   .qkv_bias = false,
+                   .attn_out_bias = false,
+                   .mlp = MlpKind::swiglu,
+                   .mlp_hidden = 40,
+                   .mlp_bias = false,
+                   .tied_embeddings = false};
+}
+
+// A GPT-NeoX: LayerNorm with bias, rotary on a quarter of each head, the parallel residual, exact GELU,
+// biases, an untied head; 3 heads of 8.
+inline GptConfig tiny_neox() {
+  return GptConfig{.n_layer = 2,
+                   .n_embd = 24,
+                   .n_head = 3,
+                   .n_positions = 16,
+                   .vocab_size = 61,
+                   .family = ModelFamily::gpt_neox,
+                   .positions = PositionKind::rotary,
+                   .rotary_fraction = 0.25,
+                   .mlp = MlpKind::gelu_exact,
+                   .residual = ResidualKind::parallel,
+                   .tied_embeddings = false};
+}
+
+// The three families by name, for suites parameterised over them.
+inline GptConfig tiny_model(const std::string& family) {
+  if (family == "llama") return tiny_llama();
+  if (family == "gpt_neox") return tiny_neox();
+  return tiny_gpt();
+}
+
 inline std::vector<std::int32_t> synthetic_tokens(std::size_t n, int vocab, std::uint64_t seed = 7) {
   // A repetitive stream with noise, so a model can learn something in a few steps.
   std::mt19937_64 rng(seed);
@@ -227,13 +272,13 @@ inline EngineRun run_engine(const Topology& topo, const PartitionPlan& plan, con
 // run_engine of the tiny model with its state, activations and collectives' buffers on `device`.
 inline EngineRun run_engine_on_device(DeviceKind device, const Topology& topo, const PartitionPlan& plan,
                                       const RunSpec& s, const std::vector<std::int32_t>& tokens,
-                                      double timeout_s) {
+                                      double timeout_s, const GptConfig& config = tiny_gpt()) {
   EngineOptions opts = engine_options(s);
   opts.device = device;
   CommOptions comm;
   comm.device = device;
   comm.timeout_s = timeout_s;
-  return run_engine(topo, plan, tiny_gpt(), tokens, s, opts, comm);
+  return run_engine(topo, plan, config, tokens, s, opts, comm);
 }
 
 }  // namespace tz::test

@@ -11,6 +11,11 @@ set(TZ_TRAIN $<TARGET_FILE:tierzero> train --no-progress --seq 32 --batch 2 --lo
 set(TZ_CFG ${CMAKE_CURRENT_LIST_DIR}/configs)
 tz_add_mpi_test(NAME train_mpi_three_level_np8 NP 8 COMMAND ${TZ_TRAIN} --steps 3 --topology frontier-mini --emulate --plan three-level)
 set_tests_properties(train_mpi_three_level_np8 PROPERTIES PASS_REGULAR_EXPRESSION "done: final loss")
+foreach(family llama neox)  # Hugging Face configs of the other families, sharded the same way
+  tz_add_mpi_test(NAME train_mpi_${family}_three_level_np8 NP 8 COMMAND ${TZ_TRAIN} --steps 3 --topology frontier-mini
+                  --emulate --plan three-level --model ${CMAKE_CURRENT_LIST_DIR}/../model/configs/tiny_${family}_hf.json)
+  set_tests_properties(train_mpi_${family}_three_level_np8 PROPERTIES PASS_REGULAR_EXPRESSION "done: final loss")
+endforeach()
 tz_add_mpi_test(NAME train_mpi_zeropp_deepspeed_np8 NP 8 COMMAND ${TZ_TRAIN} --config ${TZ_CFG}/zeropp_ds.json --topology frontier-mini --emulate)
 set_tests_properties(train_mpi_zeropp_deepspeed_np8 PROPERTIES PASS_REGULAR_EXPRESSION "plan zeropp.*done: final loss")
 tz_add_mpi_test(NAME train_mpi_zero3_fp32_np3 NP 3 COMMAND ${TZ_TRAIN} --steps 2 --plan zero3 --fp32)

@@ -304,7 +304,7 @@ TEST(ArchitectureLayout, AnUntiedHeadIsItsOwnRangeAfterTheFinalNorm) {
   EXPECT_EQ(grads_ready_order(tied), (std::vector<int>{3, 2, 1, 0}));
 }
 
-TEST(ArchitectureRefusal, LayersNotBuiltYetAreOneErrorNamingFamilyAndPiece) {
+TEST(ArchitectureRefusal, GptTwoOnlyFormatsRefuseOtherArchitecturesNamingFamilyAndPiece) {
   struct Case {
     const char* preset;
     const char* piece;
@@ -313,7 +313,7 @@ TEST(ArchitectureRefusal, LayersNotBuiltYetAreOneErrorNamingFamilyAndPiece) {
                         Case{"pythia-160m", "rotary positions"}, Case{"gpt-neox-20b", "rotary positions"}}) {
     const GptConfig config = load_model(c.preset).config;
     expect_input_error([&] { require_gpt2_layers(config, "train"); },
-                       {"train", model_family_name(config.family).data(), c.piece, "plan"});
+                       {"train", model_family_name(config.family).data(), c.piece, "GPT-2"});
   }
   GptConfig gqa = GptConfig{.n_layer = 2, .n_embd = 64, .n_head = 4, .n_positions = 32, .vocab_size = 100};
   gqa.n_kv_head = 2;
@@ -326,10 +326,23 @@ TEST(ArchitectureRefusal, LayersNotBuiltYetAreOneErrorNamingFamilyAndPiece) {
   parallel.residual = ResidualKind::parallel;
   expect_input_error([&] { require_gpt2_layers(parallel, "x"); }, {"parallel residual"});
   EXPECT_NO_THROW(require_gpt2_layers(load_model("gpt2").config, "train"));
-  // The initialisation every trainable model starts from refuses too.
+}
+
+TEST(ArchitectureInit, EveryFamilyInitialisesMatricesNormGainsAndBiases) {
   const ParameterLayout layout(tiny_llama());
   std::vector<float> params(layout.total_numel());
-  expect_input_error([&] { gpt2_init(params.data(), layout, 1); }, {"llama", "RMSNorm"});
+  gpt2_init(params.data(), layout, 1);
+  for (const ParamTensor& t : layout.tensors()) {
+    const float* v = params.data() + t.offset;
+    double sum_sq = 0;
+    for (std::size_t i = 0; i < t.numel; ++i) sum_sq += double(v[i]) * v[i];
+    if (t.shape.size() == 2)
+      EXPECT_GT(sum_sq, 0) << t.name;  // N(0, 0.02) or the residual scale
+    else if (t.name.ends_with(".weight"))
+      EXPECT_EQ(sum_sq, double(t.numel)) << t.name;  // norm gains 1
+    else
+      EXPECT_EQ(sum_sq, 0) << t.name;  // biases 0
+  }
 }
 
 }  // namespace

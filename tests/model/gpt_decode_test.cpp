@@ -27,9 +27,9 @@ void expect_throw_input(F&& f) {
 }
 
 struct Model {
-  ParameterLayout layout{kDecodeCfg};
+  ParameterLayout layout;
   std::vector<float> params;
-  Model() {
+  explicit Model(const GptConfig& config = kDecodeCfg) : layout(config) {
     params.resize(layout.total_numel());
     gpt2_init(params.data(), layout, 11);
     auto noise = test::randn(params.size(), 4, 0.05f);  // LayerNorms off their identity start
@@ -54,6 +54,41 @@ TEST(GptDecode, EveryPositionEqualsFullRecomputation) {
   const float* again = dec.step(tokens[0]);
   const auto first = decode_logits_ref(m.layout, m.params.data(), {tokens.data(), 1});
   EXPECT_LT(test::norm_err(again, first.data(), first.size()), kDecodeVsFull);
+}
+
+// The other families: a Llama (grouped-query 3:1, so the cache holds one key/value head; RMSNorm,
+// SwiGLU, untied) and a GPT-NeoX (rotary on a quarter of each head, parallel residual, exact GELU).
+TEST(GptDecode, LlamaAndNeoxEveryPositionEqualsFullRecomputation) {
+  GptConfig llama = kDecodeCfg;
+  llama.family = ModelFamily::llama;
+  llama.norm = NormKind::rmsnorm;
+  llama.norm_bias = false;
+  llama.positions = PositionKind::rotary;
+  llama.n_kv_head = 1;
+  llama.qkv_bias = llama.attn_out_bias = llama.mlp_bias = false;
+  llama.mlp = MlpKind::swiglu;
+  llama.mlp_hidden = 40;
+  llama.tied_embeddings = false;
+  GptConfig neox = kDecodeCfg;
+  neox.family = ModelFamily::gpt_neox;
+  neox.positions = PositionKind::rotary;
+  neox.rotary_fraction = 0.25;
+  neox.mlp = MlpKind::gelu_exact;
+  neox.residual = ResidualKind::parallel;
+  neox.tied_embeddings = false;
+  for (const GptConfig& c : {llama, neox}) {
+    Model m(c);
+    GptDecoder dec(m.layout, m.params.data());
+    std::vector<std::int32_t> tokens;
+    for (int t = 0; t < c.n_positions; ++t) tokens.push_back((t * 17 + 5) % c.vocab_size);
+    for (int t = 0; t < c.n_positions; ++t) {
+      const float* got = dec.step(tokens[t]);
+      const std::vector<float> want =
+          decode_logits_ref(m.layout, m.params.data(), {tokens.data(), std::size_t(t + 1)});
+      EXPECT_LT(test::norm_err(got, want.data(), want.size()), kDecodeVsFull)
+          << model_family_name(c.family) << " position " << t;
+    }
+  }
 }
 
 TEST(GptDecode, ThreadsChangeNothing) {

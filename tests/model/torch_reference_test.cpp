@@ -1,5 +1,8 @@
-// tierzero's GPT against PyTorch (fixtures from scripts/torch_reference.py, committed in tests/fixtures):
-// logits, loss and every parameter gradient for one batch, then the losses of 10 AdamW steps.
+// tierzero's model against PyTorch (fixtures from scripts/torch_reference.py, committed in tests/fixtures),
+// one fixture per architecture case (GPT-2; Llama with grouped-query attention 4:1 and an untied head;
+// Llama 1:1 with odd heads, attention biases and a tied head; GPT-NeoX with rotary on a quarter of each
+// head and the parallel residual; GPT-NeoX sequential with full rotary): logits, loss and every
+// parameter gradient for one batch, then the losses of 10 AdamW steps.
 // Errors are normalized (||a - ref|| / ||ref||) per tensor, under the named tolerances below.
 #include <gtest/gtest.h>
 
@@ -30,11 +33,11 @@ struct Reference {
   }
 };
 
-Reference load_reference() {
+Reference load_reference(const std::string& name) {
   const std::string dir = TZ_TEST_DATA_DIR;
-  Reference r{read_json_file(dir + "/gpt_ref.json"), {}};
-  std::ifstream in(dir + "/gpt_ref.bin", std::ios::binary | std::ios::ate);
-  EXPECT_TRUE(in.good()) << dir << "/gpt_ref.bin";
+  Reference r{read_json_file(dir + "/" + name + "_ref.json"), {}};
+  std::ifstream in(dir + "/" + name + "_ref.bin", std::ios::binary | std::ios::ate);
+  EXPECT_TRUE(in.good()) << dir << "/" << name << "_ref.bin";
   r.blob.resize(static_cast<std::size_t>(in.tellg()) / sizeof(float));
   in.seekg(0);
   in.read(reinterpret_cast<char*>(r.blob.data()),
@@ -61,9 +64,11 @@ TrainOptions options_of(const Reference& r) {
   return o;
 }
 
-TEST(TorchReference, LogitsLossAndEveryGradient) {
-  Reference ref = load_reference();
-  const GptConfig cfg = GptConfig::from_json(ref.doc["config"], "gpt_ref.json");
+class TorchReference : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(TorchReference, LogitsLossAndEveryGradient) {
+  Reference ref = load_reference(GetParam());
+  const GptConfig cfg = GptConfig::from_json(ref.doc["config"], GetParam() + "_ref.json");
   SingleTrainer trainer(cfg, options_of(ref));
   double sum = 0, sum_sq = 0;
   for (float p : trainer.params()) sum += p, sum_sq += double(p) * p;
@@ -89,9 +94,9 @@ TEST(TorchReference, LogitsLossAndEveryGradient) {
   }
 }
 
-TEST(TorchReference, TenAdamWStepLosses) {
-  Reference ref = load_reference();
-  const GptConfig cfg = GptConfig::from_json(ref.doc["config"], "gpt_ref.json");
+TEST_P(TorchReference, TenAdamWStepLosses) {
+  Reference ref = load_reference(GetParam());
+  const GptConfig cfg = GptConfig::from_json(ref.doc["config"], GetParam() + "_ref.json");
   SingleTrainer trainer(cfg, options_of(ref));
   std::vector<std::int32_t> tokens = ref.doc["tokens"], targets = ref.doc["targets"];
   std::vector<double> losses = ref.doc["step_losses"], norms = ref.doc["step_grad_norms"];
@@ -104,6 +109,10 @@ TEST(TorchReference, TenAdamWStepLosses) {
     EXPECT_NEAR(r.grad_norm, norms[s], kStepLossTol * norms[s]) << "step " << s;
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Families, TorchReference,
+                         ::testing::Values("gpt", "llama_gqa", "llama_tied", "neox", "neox_seq"),
+                         [](const auto& info) { return info.param; });
 
 }  // namespace
 }  // namespace tz

@@ -68,8 +68,24 @@ TEST(WeightsFile, DamageIsNamed) {
 }
 
 TEST(ActivationFloats, EqualWhatTheModelAllocates) {
+  // GPT-2 shapes, a Llama (grouped-query 4:1, SwiGLU of width 24) and a NeoX (exact GELU of width 40).
+  GptConfig llama{.n_layer = 2, .n_embd = 16, .n_head = 4, .n_positions = 20, .vocab_size = 50};
+  llama.norm = NormKind::rmsnorm;
+  llama.norm_bias = false;
+  llama.positions = PositionKind::rotary;
+  llama.n_kv_head = 1;
+  llama.mlp = MlpKind::swiglu;
+  llama.mlp_hidden = 24;
+  llama.tied_embeddings = false;
+  GptConfig neox{.n_layer = 2, .n_embd = 16, .n_head = 2, .n_positions = 20, .vocab_size = 50};
+  neox.positions = PositionKind::rotary;
+  neox.rotary_fraction = 0.25;
+  neox.mlp = MlpKind::gelu_exact;
+  neox.mlp_hidden = 40;
+  neox.residual = ResidualKind::parallel;
   for (const GptConfig& c :
-       {kFileCfg, GptConfig{.n_layer = 3, .n_embd = 16, .n_head = 2, .n_positions = 20, .vocab_size = 50}})
+       {kFileCfg, GptConfig{.n_layer = 3, .n_embd = 16, .n_head = 2, .n_positions = 20, .vocab_size = 50},
+        llama, neox})
     for (bool recompute : {false, true})
       for (auto [B, T] : {std::pair{1, 1}, {2, 9}, {3, 7}}) {
         if (T > c.n_positions) continue;

@@ -19,9 +19,9 @@ namespace tz {
 void encoder_forward(float* out,                  // (B, T, C)
                      const std::int32_t* tokens,  // (B, T)
                      WeightRef wte,               // (V, C)
-                     const float* wpe,            // (P, C), P >= T
+                     const float* wpe,            // (P, C), P >= T; null: no position table (rotary)
                      int B, int T, int C);
-// dwte[tokens[b,t],:] += dout[b,t,:]; dwpe[t,:] += sum_b dout[b,t,:]
+// dwte[tokens[b,t],:] += dout[b,t,:]; dwpe[t,:] += sum_b dout[b,t,:] (dwpe null: skipped)
 void encoder_backward(float* dwte, float* dwpe, const float* dout, const std::int32_t* tokens, int B, int T,
                       int C);
 

@@ -1,5 +1,6 @@
 // Token + position embedding on the GPU (device/cpu/layers.hpp defines it; N = B*T rows of C).
-//   forward   one block per row i = b*T + t, threads over c: out[i,c] = wte[tokens[i],c] + wpe[t,c],
+//   forward   one block per row i = b*T + t, threads over c: out[i,c] = wte[tokens[i],c] + wpe[t,c]
+//             (wpe null with rotary positions: the token row alone),
 //             wte fp32 or bf16 widened exactly (bits << 16): one fp32 add per element.
 //   backward  dwte: the host reads the N tokens back and groups the rows by token, keeping row order
 //             (a stable counting sort); one block per distinct token, threads over c, adds its rows'
@@ -38,13 +39,12 @@ __global__ void encoder_forward_kernel(float* out, const std::int32_t* tokens, c
     return;
   }
   const std::size_t row = static_cast<std::size_t>(token) * C;
-  const float* p = wpe + (i % T) * C;
+  const float* p = wpe == nullptr ? nullptr : wpe + (i % T) * C;  // null: rotary positions
   float* o = out + i * C;
-  if (wte_b16 != nullptr) {
-    for (int c = threadIdx.x; c < C; c += blockDim.x)
-      o[c] = __uint_as_float(static_cast<std::uint32_t>(wte_b16[row + c]) << 16) + p[c];
-  } else {
-    for (int c = threadIdx.x; c < C; c += blockDim.x) o[c] = wte_f32[row + c] + p[c];
+  for (int c = threadIdx.x; c < C; c += blockDim.x) {
+    const float e = wte_b16 != nullptr ? __uint_as_float(static_cast<std::uint32_t>(wte_b16[row + c]) << 16)
+                                       : wte_f32[row + c];
+    o[c] = p != nullptr ? e + p[c] : e;
   }
 }
 
@@ -154,8 +154,10 @@ void encoder_backward(cudaStream_t s, float* dwte, float* dwpe, const float* dou
                                                                             d_table + 2 * G + 1, C);
   check(cudaGetLastError(), "encoder_backward: dwte");
   const std::size_t TC = static_cast<std::size_t>(T) * C;
-  encoder_backward_wpe_kernel<<<static_cast<unsigned>((TC + 255) / 256), 256, 0, s>>>(dwpe, dout, B, T, C);
-  check(cudaGetLastError(), "encoder_backward: dwpe");
+  if (dwpe != nullptr) {  // null: rotary positions, no position table
+    encoder_backward_wpe_kernel<<<static_cast<unsigned>((TC + 255) / 256), 256, 0, s>>>(dwpe, dout, B, T, C);
+    check(cudaGetLastError(), "encoder_backward: dwpe");
+  }
   check(cudaFreeAsync(d_table, s), "encoder_backward: free scratch");
   // `table` is pageable host memory: the copy above has staged it before returning, but wait for the
   // stream anyway so the host buffer outlives the transfer on every driver.
