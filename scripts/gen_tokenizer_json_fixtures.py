@@ -9,6 +9,9 @@ hand.
                       <|begin_of_text|>, <|end_of_text|> added after the vocabulary
   gpt_neox_style.json GPT-NeoX's layout: a ByteLevel pre-tokenizer (GPT-2's pattern), <|endoftext|> at
                       id 0 and <|padding|> at id 1, then the bytes
+  gpt_neox_nfc_style.json  the published GPT-NeoX-20B / Pythia file's extras on top: an NFC normalizer
+                      and added tokens that are not special (runs of 2, 3 and 4 spaces, "normalized":
+                      true) after the vocabulary; a merge "Ã ©" makes "é" (U+00E9) one token
 
 Run from the repository root: python3 scripts/gen_tokenizer_json_fixtures.py
 """
@@ -99,10 +102,27 @@ def gpt_neox_style():
     }
 
 
+def gpt_neox_nfc_style():
+    doc = gpt_neox_style()
+    merges = [("Ġ", "t"), ("h", "e"), ("Ġt", "he"), ("D", "O"), ("DO", "N"), ("1", "2"), ("12", "3"),
+              ("Ġ", "1"), ("č", "Ċ"), ("Ã", "©")]
+    vocab = vocabulary(2, merges, [])
+    n = len(vocab) + 2
+    doc["normalizer"] = {"type": "NFC"}
+    doc["model"] = model(vocab, merges, None)
+    for k, spaces in enumerate([4, 3, 2]):  # the published file lists its runs longest first, too
+        t = added(n + k, " " * spaces)
+        t["special"] = False
+        t["normalized"] = True
+        doc["added_tokens"].append(t)
+    return doc
+
+
 if __name__ == "__main__":
     out = "tests/fixtures/tokenizers"
     os.makedirs(out, exist_ok=True)
-    for name, doc in [("llama3_style.json", llama3_style()), ("gpt_neox_style.json", gpt_neox_style())]:
+    for name, doc in [("llama3_style.json", llama3_style()), ("gpt_neox_style.json", gpt_neox_style()),
+                      ("gpt_neox_nfc_style.json", gpt_neox_nfc_style())]:
         with open(os.path.join(out, name), "w") as f:
             json.dump(doc, f, ensure_ascii=False, indent=1)
             f.write("\n")

@@ -1,11 +1,13 @@
 #include "data/bpe_tokenizer.hpp"
 
+#include <algorithm>
 #include <queue>
 #include <unordered_set>
 
 #include "core/error.hpp"
 #include "data/bpe_pair_key.hpp"
 #include "data/pretokenizer.hpp"
+#include "data/unicode_nfc.hpp"
 
 namespace tz {
 
@@ -45,6 +47,60 @@ BpeTokenizer::BpeTokenizer(BpeVocabulary vocab) : vocab_(std::move(vocab)) {
     formed[it->second] = true;
   }
   if (vocab_.ignore_merges) whole_tokens_.insert(ids.begin(), ids.end());
+  for (const auto& a : vocab_.added) {
+    AddedIndex& index = a.normalized ? normalized_added_ : raw_added_;
+    const std::string content = a.normalized && vocab_.nfc ? nfc_normalize(a.content) : a.content;
+    if (content.empty()) fail_input("tokenizer {}: added token {} is empty", where, a.id);
+    index.resize(256);
+    index[static_cast<unsigned char>(content[0])].emplace_back(content, a.id);
+  }
+  for (AddedIndex* index : {&raw_added_, &normalized_added_})
+    for (auto& list : *index)
+      std::stable_sort(list.begin(), list.end(),
+                       [](const auto& x, const auto& y) { return x.first.size() > y.first.size(); });
+}
+
+void BpeTokenizer::split_added(std::string_view text, const AddedIndex& index,
+                               const std::function<void(std::string_view)>& on_text,
+                               const std::function<void(std::int32_t)>& on_added) {
+  if (index.empty()) {
+    if (!text.empty()) on_text(text);
+    return;
+  }
+  std::size_t start = 0;  // of the ordinary text not yet passed on
+  for (std::size_t i = 0; i < text.size();) {
+    const std::pair<std::string, std::int32_t>* hit = nullptr;
+    for (const auto& candidate : index[static_cast<unsigned char>(text[i])])
+      if (text.substr(i).starts_with(candidate.first)) {
+        hit = &candidate;  // the longest: the list is longest first
+        break;
+      }
+    if (hit == nullptr) {
+      ++i;
+      continue;
+    }
+    if (i > start) on_text(text.substr(start, i - start));
+    on_added(hit->second);
+    i += hit->first.size();
+    start = i;
+  }
+  if (start < text.size()) on_text(text.substr(start));
+}
+
+void BpeTokenizer::segment(std::string_view text, const std::function<void(std::string_view)>& on_text,
+                           const std::function<void(std::int32_t)>& on_added) const {
+  if (raw_added_.empty() && normalized_added_.empty() && !vocab_.nfc) {  // GPT-2, Llama 3
+    if (!text.empty()) on_text(text);
+    return;
+  }
+  split_added(
+      text, raw_added_,
+      [&](std::string_view stretch) {
+        if (!vocab_.nfc) return split_added(stretch, normalized_added_, on_text, on_added);
+        const std::string normalized = nfc_normalize(stretch);
+        split_added(normalized, normalized_added_, on_text, on_added);
+      },
+      on_added);
 }
 
 bool BpeTokenizer::emit_whole_token(std::string_view piece, std::vector<std::int32_t>& out) const {
@@ -152,23 +208,39 @@ void BpeTokenizer::encode_piece(std::string_view piece, std::vector<std::int32_t
 }
 
 void BpeTokenizer::encode(std::string_view text, std::vector<std::int32_t>& out) {
-  PreTokenizer pre(vocab_.pretokenizer, text);
-  std::string_view piece;
-  while (pre.next(piece)) encode_piece(piece, out);
+  segment(
+      text,
+      [&](std::string_view stretch) {
+        PreTokenizer pre(vocab_.pretokenizer, stretch);
+        std::string_view piece;
+        while (pre.next(piece)) encode_piece(piece, out);
+      },
+      [&](std::int32_t id) { out.push_back(id); });
 }
 
 void BpeTokenizer::encode_chunked(std::string_view text, std::size_t chunk_tokens,
                                   const std::function<void(std::span<const std::int32_t>)>& sink) {
   std::vector<std::int32_t> buf;
-  PreTokenizer pre(vocab_.pretokenizer, text);
-  std::string_view piece;
-  while (pre.next(piece)) {
-    encode_piece(piece, buf);
+  auto flush_if_full = [&] {
     if (buf.size() >= chunk_tokens) {
       sink(buf);
       buf.clear();
     }
-  }
+  };
+  segment(
+      text,
+      [&](std::string_view stretch) {
+        PreTokenizer pre(vocab_.pretokenizer, stretch);
+        std::string_view piece;
+        while (pre.next(piece)) {
+          encode_piece(piece, buf);
+          flush_if_full();
+        }
+      },
+      [&](std::int32_t id) {
+        buf.push_back(id);
+        flush_if_full();
+      });
   if (!buf.empty()) sink(buf);
 }
 
@@ -180,8 +252,13 @@ std::vector<std::int32_t> BpeTokenizer::encode(std::string_view text) {
 
 std::vector<std::int32_t> BpeTokenizer::encode_ref(std::string_view text) const {
   std::vector<std::int32_t> out;
-  for (std::string_view piece : pretokenize(vocab_.pretokenizer, text))
-    if (!emit_whole_token(piece, out)) merge_ref(piece, out);
+  segment(
+      text,
+      [&](std::string_view stretch) {
+        for (std::string_view piece : pretokenize(vocab_.pretokenizer, stretch))
+          if (!emit_whole_token(piece, out)) merge_ref(piece, out);
+      },
+      [&](std::int32_t id) { out.push_back(id); });
   return out;
 }
 

@@ -18,8 +18,14 @@
 //     earlier merges (true of every trained BPE: a token exists before it is merged again). A
 //     vocabulary without that property is encoded with the reference loop
 //     (merges_in_training_order() says which).
+// Before all that, added tokens that are not special (vocabulary.added: GPT-NeoX's runs of spaces)
+// are cut out of the text as Hugging Face's tokenizers does: at each position the longest one that
+// matches, leftmost first; each is its own id. Those with "normalized": false are matched in the raw
+// text, then each stretch between them is NFC-normalized (vocabulary.nfc) and those with
+// "normalized": true are matched in it; the stretches left go through the pre-tokenizer and BPE.
 // Special tokens (<|endoftext|>, <|begin_of_text|>) are never produced from text: text that spells
-// one is encoded as ordinary text, as GPT-2's encoder and tiktoken's encode_ordinary do.
+// one is encoded as ordinary text, as GPT-2's encoder and tiktoken's encode_ordinary do (Hugging
+// Face's encode with split_special_tokens=True).
 #pragma once
 
 #include <cstdint>
@@ -72,12 +78,21 @@ class BpeTokenizer {
   void merge_heap(std::string_view piece, std::vector<std::int32_t>& out);
   void encode_piece(std::string_view piece, std::vector<std::int32_t>& out);
   bool emit_whole_token(std::string_view piece, std::vector<std::int32_t>& out) const;
+  // Added tokens by first byte, longest first: (content, id).
+  using AddedIndex = std::vector<std::vector<std::pair<std::string, std::int32_t>>>;
+  static void split_added(std::string_view text, const AddedIndex& index,
+                          const std::function<void(std::string_view)>& on_text,
+                          const std::function<void(std::int32_t)>& on_added);
+  // Calls on_text with each normalized stretch of ordinary text and on_added with each added token.
+  void segment(std::string_view text, const std::function<void(std::string_view)>& on_text,
+               const std::function<void(std::int32_t)>& on_added) const;
 
   BpeVocabulary vocab_;
   std::int32_t byte_token_[256];
   std::unordered_map<std::uint64_t, Merge> merges_;  // (left << 32 | right) -> rank, result
   std::optional<std::int32_t> eot_, bot_;
   bool training_order_ = true;
+  AddedIndex raw_added_, normalized_added_;  // empty when there are no added tokens of that kind
 
   // Cache of pre-token -> tokens; cleared when it reaches kCacheEntries (bounded memory).
   struct StringHash {

@@ -192,7 +192,9 @@ BpeVocabulary read_hf_tokenizer_json(const std::string& path) {
   check_null_or(model, "byte_fallback", false, where);
   BpeVocabulary vocab;
   vocab.origin = path;
-  vocab.pretokenizer = read_tokenizer_json_pipeline(doc, where);
+  const TokenizerJsonPipeline pipeline = read_tokenizer_json_pipeline(doc, where);
+  vocab.pretokenizer = pipeline.pretokenizer;
+  vocab.nfc = pipeline.nfc;
   if (model.contains("ignore_merges") && !model["ignore_merges"].is_null()) {
     if (!model["ignore_merges"].is_boolean())
       fail_input("{}: key 'model.ignore_merges' is {:.40}, expected true or false", where,
@@ -230,16 +232,25 @@ BpeVocabulary read_hf_tokenizer_json(const std::string& path) {
     const std::int64_t id = t["id"].get<std::int64_t>();
     const std::string content = t["content"].get<std::string>();
     if (id < 0 || id > 50'000'000) fail_input("{}: id {} out of range", at, id);
-    if (t.contains("special") && t["special"] == false)
-      fail_input(
-          "{}: key 'special' is false for '{:.40}'; such a token is matched in the text before BPE, which "
-          "tierzero does not do (it encodes every text as ordinary text), so it needs true",
-          at, content);
+    if (content.empty()) fail_input("{}: key 'content' is empty", at);
+    for (const char* key : {"lstrip", "rstrip", "single_word"})
+      if (t.contains(key) && !t[key].is_null() && t[key] != false)
+        fail_input(
+            "{}: key '{}' is {:.40} for '{:.40}'; tierzero implements added tokens matched exactly, so it "
+            "needs false",
+            at, key, t[key].dump(), content);
+    for (const char* key : {"special", "normalized"})
+      if (t.contains(key) && !t[key].is_boolean())
+        fail_input("{}: key '{}' is {:.40}, expected true or false", at, key, t[key].dump());
+    const bool special = t.value("special", true);
     if (static_cast<std::size_t>(id) >= vocab.tokens.size()) vocab.tokens.resize(id + 1);
     if (!vocab.tokens[id].empty() && vocab.tokens[id] != content)
       fail_input("{}: id {} is '{:.40}' here but another token in model.vocab", at, id, content);
     vocab.tokens[id] = content;  // added tokens are plain text, not in the byte-level alphabet
-    vocab.special.push_back(static_cast<std::int32_t>(id));
+    if (special)
+      vocab.special.push_back(static_cast<std::int32_t>(id));
+    else
+      vocab.added.push_back({static_cast<std::int32_t>(id), content, t.value("normalized", true)});
   }
   return vocab;
 }

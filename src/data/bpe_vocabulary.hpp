@@ -6,10 +6,11 @@
 //     alphabet, in rank order (the first line is merged first);
 //   - or a Hugging Face tokenizer.json holding the same (model.type "BPE", model.vocab,
 //     model.merges as "left right" strings or [left, right] pairs, model.ignore_merges,
-//     added_tokens) with the pre-tokenizer of GPT-2 or Llama 3 (tokenizer_json_pipeline.hpp);
-//     settings that change the computation in a way tierzero does not implement (a normalizer,
-//     another pre-tokenizer or pattern, add_prefix_space, byte_fallback, subword prefixes or
-//     suffixes, dropout, added tokens that are not special) are errors naming the key.
+//     added_tokens) with the pre-tokenizer of GPT-2 or Llama 3 and no normalizer or NFC
+//     (tokenizer_json_pipeline.hpp); settings that change the computation in a way tierzero does
+//     not implement (another normalizer, pre-tokenizer or pattern, add_prefix_space, byte_fallback,
+//     subword prefixes or suffixes, dropout, added tokens with lstrip, rstrip or single_word) are
+//     errors naming the key.
 // Every byte must have a token (so any text encodes), every merge's parts and result must be tokens.
 #pragma once
 
@@ -31,6 +32,15 @@ struct BpeVocabulary {
   // A pre-token that is itself a token is that token, merges or not (Llama 3's model.ignore_merges,
   // tiktoken's rule).
   bool ignore_merges = false;
+  bool nfc = false;  // NFC-normalize the text before pre-tokenization (a "normalizer" of type NFC)
+  // Added tokens that are not special ("special": false, GPT-NeoX's runs of spaces): cut out of the
+  // text before BPE, each its own id; `normalized` ones are matched in the normalized text.
+  struct AddedText {
+    std::int32_t id;
+    std::string content;
+    bool normalized;
+  };
+  std::vector<AddedText> added;
 };
 
 // The GPT-2 byte-to-unicode alphabet: byte -> code point, and its inverse (-1: not in the alphabet).

@@ -100,14 +100,21 @@ PreTokenizerPattern read_pre_tokenizer(const nlohmann::json& doc, const std::str
 
 }  // namespace
 
-PreTokenizerPattern read_tokenizer_json_pipeline(const nlohmann::json& doc, const std::string& where) {
-  require_absent_or(
-      doc, "normalizer", nullptr, where, "",
-      "tierzero does not normalize text (no NFC, lowercasing or replacements), so it needs null");
+TokenizerJsonPipeline read_tokenizer_json_pipeline(const nlohmann::json& doc, const std::string& where) {
+  TokenizerJsonPipeline pipeline;
+  const nlohmann::json normalizer = doc.value("normalizer", nlohmann::json());
+  if (normalizer == nlohmann::json{{"type", "NFC"}})
+    pipeline.nfc = true;
+  else if (!normalizer.is_null())
+    fail_input(
+        "{}: key 'normalizer' is {}; tierzero implements no normalizer (null) or {{\"type\": \"NFC\"}} "
+        "(no NFD/NFKC, lowercasing, replacements or sequences)",
+        where, shown_value(doc, "normalizer"));
   if (doc.contains("decoder") && !doc["decoder"].is_null() && type_of(doc["decoder"]) != "ByteLevel")
     fail_input("{}: key 'decoder' is {}; tierzero decodes byte-level BPE (a ByteLevel decoder or null)",
                where, shown_value(doc, "decoder"));
-  return read_pre_tokenizer(doc, where);
+  pipeline.pretokenizer = read_pre_tokenizer(doc, where);
+  return pipeline;
 }
 
 }  // namespace tz

@@ -116,7 +116,7 @@ TEST_F(SmallVocab, ReadsTheSameFromHuggingFaceTokenizerJson) {
   // Settings tierzero does not implement are errors naming the key.
   for (auto [key, value] :
        std::vector<std::pair<std::string, nlohmann::json>>{{"/pre_tokenizer/add_prefix_space", true},
-                                                           {"/normalizer", {{"type", "NFC"}}},
+                                                           {"/normalizer", {{"type", "NFKC"}}},
                                                            {"/model/byte_fallback", true},
                                                            {"/model/type", "WordPiece"},
                                                            {"/model/merges/0", 5}}) {

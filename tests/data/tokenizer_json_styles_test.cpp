@@ -11,6 +11,7 @@
 #include <fstream>
 
 #include "data/bpe_tokenizer.hpp"
+#include "data/unicode_nfc.hpp"
 #include "data_test_util.hpp"
 #include "support/expect_input_error.hpp"
 
@@ -100,20 +101,75 @@ TEST_F(TokenizerJsonStyles, GptNeoxStyleLoadsAndEncodesAsExpected) {
   EXPECT_EQ(tok.decode(std::vector<std::int32_t>{1}), "<|padding|>");
 }
 
+// GPT-NeoX-20B / Pythia's extras: an NFC normalizer and runs of spaces as added tokens that are not
+// special. Added tokens are cut out first (longest at each position, leftmost first), the rest is
+// normalized, pre-tokenized and merged.
+TEST_F(TokenizerJsonStyles, GptNeoxNfcStyleComposesAndSplitsAddedTokens) {
+  const std::string path = fixture("gpt_neox_nfc_style.json");
+  ASSERT_LT(fs::file_size(path), 20'000u);
+  const nlohmann::json doc = styles_read_json(path);
+  BpeTokenizer tok = BpeTokenizer::load(path);
+  EXPECT_TRUE(tok.vocabulary().nfc);
+  ASSERT_EQ(tok.vocabulary().added.size(), 3u);
+  EXPECT_EQ(tok.vocab_size(), 271);
+  const std::int32_t four = 268, three = 269, two = 270;
+  // "cafe" + U+0301 composes to "café" before BPE, so "Ã ©" merges: the same ids as the composed text.
+  const auto cafe = styles_ids(doc, {"c", "a", "f", "Ã©"});
+  EXPECT_EQ(tok.encode("cafe\xcc\x81"), cafe);
+  EXPECT_EQ(tok.encode("caf\xc3\xa9"), cafe);
+  EXPECT_EQ(tok.decode(cafe), "caf\xc3\xa9");
+  // "x  y" + 5 spaces + "z" + 3 spaces + "the": the runs become added ids, the longest first (5 = 4 + 1);
+  // the single space left joins "z" by GPT-2's pattern.
+  std::vector<std::int32_t> want = styles_ids(doc, {"x"});
+  want.push_back(two);
+  want.push_back(styles_ids(doc, {"y"})[0]);
+  want.push_back(four);
+  for (auto id : styles_ids(doc, {"Ġ", "z"})) want.push_back(id);
+  want.push_back(three);
+  for (auto id : styles_ids(doc, {"t", "he"})) want.push_back(id);
+  const std::string text = "x  y     z   the";
+  EXPECT_EQ(tok.encode(text), want);
+  EXPECT_EQ(tok.encode_ref(text), want);
+  EXPECT_EQ(tok.decode(want), text);
+  std::vector<std::int32_t> chunked;
+  tok.encode_chunked(text, 2, [&](std::span<const std::int32_t> ids) {
+    EXPECT_GE(ids.size(), 2u);
+    chunked.insert(chunked.end(), ids.begin(), ids.end());
+  });
+  EXPECT_EQ(chunked, want);
+  // Special tokens are still ordinary text.
+  for (auto t : tok.encode("<|endoftext|>")) EXPECT_NE(t, 0);
+  // Without NFC the decomposed text stays decomposed.
+  nlohmann::json plain_doc = doc;
+  plain_doc["normalizer"] = nullptr;
+  BpeTokenizer plain = BpeTokenizer::load(write(plain_doc));
+  EXPECT_EQ(plain.decode(plain.encode("cafe\xcc\x81")), "cafe\xcc\x81");
+  EXPECT_NE(plain.encode("cafe\xcc\x81"), cafe);
+  // "normalized": false tokens are matched in the raw text: a decomposed "é" is then found before NFC.
+  nlohmann::json raw_doc = doc;
+  raw_doc["added_tokens"][2]["content"] = "e\xcc\x81";
+  raw_doc["added_tokens"][2]["normalized"] = false;
+  BpeTokenizer raw = BpeTokenizer::load(write(raw_doc));
+  EXPECT_EQ(raw.encode("cafe\xcc\x81"), (std::vector<std::int32_t>{cafe[0], cafe[1], cafe[2], four}));
+  EXPECT_EQ(raw.encode("caf\xc3\xa9"), cafe);  // the composed text does not spell it
+}
+
 // decode(encode(x)) == x in both styles on every text of the Llama 3 pre-tokenizer fixture (ASCII,
 // contractions, digit runs, punctuation with newlines, white space, CJK, emoji, combining marks,
 // CR LF, invalid UTF-8), and the fast encoder equals the reference loop.
 TEST_F(TokenizerJsonStyles, RoundTripsEveryFixtureText) {
   const nlohmann::json cases = styles_read_json(std::string(TZ_TEST_DATA_DIR) + "/llama3_pretokenize.json");
-  for (const char* name : {"llama3_style.json", "gpt_neox_style.json"}) {
+  for (const char* name : {"llama3_style.json", "gpt_neox_style.json", "gpt_neox_nfc_style.json"}) {
     BpeTokenizer tok = BpeTokenizer::load(fixture(name));
+    const bool nfc = tok.vocabulary().nfc;
     for (const auto& c : cases["cases"]) {
       const std::string hex = c["text"];
       std::string text;
       for (std::size_t i = 0; i + 1 < hex.size(); i += 2)
         text += static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16));
       const auto ids = tok.encode(text);
-      EXPECT_EQ(tok.decode(ids), text) << name << " text hex " << hex;
+      // With NFC the round trip gives the normalized text (Hugging Face's too).
+      EXPECT_EQ(tok.decode(ids), nfc ? nfc_normalize(text) : text) << name << " text hex " << hex;
       EXPECT_EQ(ids, tok.encode_ref(text)) << name << " text hex " << hex;
     }
   }
@@ -168,13 +224,22 @@ TEST_F(TokenizerJsonStyles, UnsupportedSectionsAreErrorsNamingKeyAndValue) {
        {"'pre_tokenizer.pretokenizers'", "Digits"}},
       {&llama, "/pre_tokenizer/type", "Metaspace", {"'pre_tokenizer.type'", "Metaspace"}},
       {&llama, "/pre_tokenizer", nullptr, {"'pre_tokenizer'", "null"}},
-      {&llama, "/normalizer", {{"type", "NFC"}}, {"'normalizer'", "NFC"}},
+      {&llama, "/normalizer", {{"type", "NFKC"}}, {"'normalizer'", "NFKC"}},
+      {&llama,
+       "/normalizer",
+       {{"type", "Sequence"}, {"normalizers", json::array({{{"type", "NFC"}}})}},
+       {"'normalizer'", "Sequence"}},
       {&llama, "/decoder", {{"type", "Metaspace"}}, {"'decoder'", "Metaspace"}},
-      {&llama, "/added_tokens/0/special", false, {"added_tokens[0]", "'special'", "<|begin_of_text|>"}},
+      {&llama, "/added_tokens/0/lstrip", true, {"added_tokens[0]", "'lstrip'", "true", "<|begin_of_text|>"}},
+      {&llama, "/added_tokens/0/rstrip", true, {"added_tokens[0]", "'rstrip'", "true"}},
+      {&llama, "/added_tokens/0/single_word", true, {"added_tokens[0]", "'single_word'", "true"}},
+      {&llama, "/added_tokens/0/special", "no", {"added_tokens[0]", "'special'", "no"}},
+      {&llama, "/added_tokens/0/content", "", {"added_tokens[0]", "'content'", "empty"}},
       {&llama, "/model/ignore_merges", "yes", {"'model.ignore_merges'", "yes"}},
       {&neox, "/pre_tokenizer/use_regex", false, {"'pre_tokenizer.use_regex'", "false"}},
       {&neox, "/pre_tokenizer/add_prefix_space", true, {"'pre_tokenizer.add_prefix_space'", "true"}},
-      {&neox, "/normalizer", {{"type", "NFC"}}, {"'normalizer'", "NFC"}},
+      {&neox, "/normalizer", {{"type", "NFD"}}, {"'normalizer'", "NFD"}},
+      {&neox, "/normalizer", {{"type", "NFC"}, {"x", 1}}, {"'normalizer'", "NFC"}},
   };
   for (const Case& c : cases) {
     json bad = *c.base;
