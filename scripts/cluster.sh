@@ -23,13 +23,15 @@
 # HOST CMD... and runs CMD in that host's namespaces), `uts/HOST` (the bind-mounted UTS namespace that
 # holds the hostname; no process is kept alive for it), `mnt/HOST` (the host's mount namespace, whose
 # /dev/shm is a tmpfs of its own, so shared memory cannot reach across hosts), `link_rate` and `delay`.
+# TZC_PREFIX (default tzc) and TZC_SUBNET (default 10.213.47) name another testbed, so that two can be
+# up at once (each with its own names, subnet and state directory /run/PREFIX).
 # Exit codes: 0 done, 1 a command failed, 2 bad usage, 3 no testbed is up (run/exec), 77 this
 # machine cannot host the testbed (not root, no network namespaces, a tool missing): tests skip on it.
 set -euo pipefail
 
-readonly PREFIX=tzc
+readonly PREFIX=${TZC_PREFIX:-tzc}
 readonly BRIDGE=${PREFIX}-br
-readonly SUBNET=10.213.47
+readonly SUBNET=${TZC_SUBNET:-10.213.47}
 readonly ROOT_ADDR=${SUBNET}.254
 readonly STATE=/run/${PREFIX}
 readonly NETNS_DIR=/run/netns
@@ -48,6 +50,11 @@ must() {
     die 1 "'$*' failed: ${out//$'\n'/ }"
   fi
 }
+# Interface names hold at most 15 characters (PREFIX-v64p), and the subnet is a /24's first three octets.
+[[ $PREFIX =~ ^[a-z][a-z0-9]{0,5}$ ]] || { echo "cluster.sh: TZC_PREFIX '$PREFIX': not 1-6 lower-case letters and digits, starting with a letter" >&2; exit 2; }
+[[ $SUBNET =~ ^([0-9]{1,3})\.([0-9]{1,3})\.([0-9]{1,3})$ ]] && [ "${BASH_REMATCH[1]}" -le 255 ] &&
+  [ "${BASH_REMATCH[2]}" -le 255 ] && [ "${BASH_REMATCH[3]}" -le 255 ] ||
+  { echo "cluster.sh: TZC_SUBNET '$SUBNET': not the first three octets of an IPv4 /24 (e.g. 10.213.47)" >&2; exit 2; }
 host_name() { echo "${PREFIX}-host$1"; }
 host_veth() { echo "${PREFIX}-v$1"; }       # root-namespace end of host I's link (on the bridge)
 host_peer() { echo "${PREFIX}-v$1p"; }      # the other end, renamed eth0 inside the host
