@@ -23,7 +23,12 @@ phase_done() {  # phase_done NAME: records the seconds since the last phase ende
 }
 bash scripts/install_deps.sh
 phase_done install
-TZ_TARGETS=tierzero bash scripts/build.sh "$dir"  # the command line only: no tests or benchmarks
+# A new build folder is configured as a unity build (about 8 sources per compiler run, as the test
+# command builds): on 2 cores tierzero then builds in about 2.5 min instead of 6. A folder that exists
+# keeps its configuration, so a later `cmake --build` of it rebuilds only what changed.
+unity=()
+[ -e "$dir/CMakeCache.txt" ] || unity=(-DCMAKE_UNITY_BUILD=ON)
+TZ_TARGETS=tierzero bash scripts/build.sh "$dir" "${unity[@]}"  # the command line only: no tests or benchmarks
 phase_done build
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 mpirun --oversubscribe --allow-run-as-root --mca btl_vader_single_copy_mechanism none -np 8 \

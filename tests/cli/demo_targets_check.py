@@ -4,7 +4,8 @@ everything.
     python3 demo_targets_check.py SOURCE_DIR
 demo.sh's TZ_TARGETS (the targets it hands scripts/build.sh) must be exactly the programs it runs from
 its build folder ("$dir"/NAME), each an add_executable of the project; scripts/build.sh must pass
-TZ_TARGETS to `cmake --build --target`; scripts/test.sh must build without TZ_TARGETS (every test suite).
+TZ_TARGETS to `cmake --build --target`; a new build folder must be configured as a unity build (the
+demo's build time on a fresh machine); scripts/test.sh must build without TZ_TARGETS (every test suite).
 Exits 1 naming what differs."""
 import pathlib
 import re
@@ -13,6 +14,11 @@ import sys
 
 def fail(message):
     sys.exit(f"demo_targets_check: {message}")
+
+
+def builds_line(code):
+    """The line of demo.sh that calls scripts/build.sh."""
+    return next((line for line in code.splitlines() if "scripts/build.sh" in line), "")
 
 
 def main():
@@ -35,6 +41,8 @@ def main():
     unknown = built - executables
     if unknown:
         fail(f"scripts/demo.sh builds {sorted(unknown)}, which no CMakeLists.txt defines")
+    if not re.search(r"unity=\(-DCMAKE_UNITY_BUILD=ON\)", code) or '"${unity[@]}"' not in builds_line(code):
+        fail("scripts/demo.sh: a new build folder must be configured as a unity build (-DCMAKE_UNITY_BUILD=ON)")
     build_sh = (root / "scripts/build.sh").read_text()
     if not re.search(r"cmake --build .*\$\{TZ_TARGETS:\+--target \$TZ_TARGETS\}", build_sh):
         fail("scripts/build.sh: does not pass TZ_TARGETS to 'cmake --build --target'")
