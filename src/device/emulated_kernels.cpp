@@ -164,6 +164,31 @@ void EmulatedKernels::matmul_backward(float* dinp, float* dweight, float* dbias,
                        host(inp, NC), host(weight, W), N, C, OC);
 }
 
+void EmulatedKernels::matmul_gelu_forward(float* pre, float* act, const float* inp, WeightRef weight,
+                                          const float* bias, int N, int C, int OC, GeluForm form) {
+  const std::size_t NO = static_cast<std::size_t>(N) * OC;
+  cpu_.matmul_gelu_forward(host(pre, NO), host(act, NO), host(inp, static_cast<std::size_t>(N) * C),
+                           host(weight, static_cast<std::size_t>(OC) * C), bias ? host(bias, OC) : nullptr, N,
+                           C, OC, form);
+}
+
+void EmulatedKernels::matmul_gelu_backward(float* dpre, float* dweight, float* dbias, const float* dout,
+                                           const float* act, const float* pre, WeightRef weight, int N, int C,
+                                           int OC, GeluForm form) {
+  const std::size_t NC = static_cast<std::size_t>(N) * C, W = static_cast<std::size_t>(OC) * C;
+  cpu_.matmul_gelu_backward(host(dpre, NC), dweight ? host(dweight, W) : nullptr,
+                            dbias ? host(dbias, OC) : nullptr, host(dout, static_cast<std::size_t>(N) * OC),
+                            host(act, NC), host(pre, NC), host(weight, W), N, C, OC, form);
+}
+
+void EmulatedKernels::matmul_residual_forward(float* out, const float* residual, const float* inp,
+                                              WeightRef weight, const float* bias, int N, int C, int OC) {
+  const std::size_t NO = static_cast<std::size_t>(N) * OC;
+  cpu_.matmul_residual_forward(host(out, NO), host(residual, NO), host(inp, static_cast<std::size_t>(N) * C),
+                               host(weight, static_cast<std::size_t>(OC) * C),
+                               bias ? host(bias, OC) : nullptr, N, C, OC);
+}
+
 void EmulatedKernels::attention_forward(float* out, float* lse, const float* qkv, int B, int T, int H, int KV,
                                         int D) {
   const std::size_t N = static_cast<std::size_t>(B) * T, Q = qkv_floats(N, H, KV, D);
@@ -249,6 +274,8 @@ void EmulatedKernels::gemm(const GemmArgs& g) {
   h.C = host(g.C, matrix_extent(g.M, g.N, g.ldc));
   if (g.bias) h.bias = host(g.bias, static_cast<std::size_t>(g.N));
   if (g.a_row_sums) h.a_row_sums = host(g.a_row_sums, static_cast<std::size_t>(g.M));
+  if (g.epi_in) h.epi_in = host(g.epi_in, matrix_extent(g.M, g.N, g.ld_epi_in));
+  if (g.epi_out) h.epi_out = host(g.epi_out, matrix_extent(g.M, g.N, g.ld_epi_out));
   cpu_.gemm(h);
 }
 

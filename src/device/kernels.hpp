@@ -87,6 +87,17 @@ class Kernels {
                               int OC) = 0;
   virtual void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
                                WeightRef weight, int N, int C, int OC) = 0;
+  // The fused linear layers (device/gemm_args.hpp epilogues), each bitwise the unfused sequence:
+  // pre = inp W^T + b and act = gelu(pre) (matmul_forward + gelu_forward / gelu_exact_forward);
+  virtual void matmul_gelu_forward(float* pre, float* act, const float* inp, WeightRef weight,
+                                   const float* bias, int N, int C, int OC, GeluForm form) = 0;
+  // dpre (N, C) = (dout W) gelu'(pre), dW += dout^T act, dbias += (matmul_backward + gelu_backward);
+  virtual void matmul_gelu_backward(float* dpre, float* dweight, float* dbias, const float* dout,
+                                    const float* act, const float* pre, WeightRef weight, int N, int C,
+                                    int OC, GeluForm form) = 0;
+  // out = inp W^T + b + residual (matmul_forward + residual_forward); out must not alias residual.
+  virtual void matmul_residual_forward(float* out, const float* residual, const float* inp, WeightRef weight,
+                                       const float* bias, int N, int C, int OC) = 0;
   // Tiled attention with grouped-query heads: qkv rows are [q (H D) | k (KV D) | v (KV D)], KV divides
   // H, query head h reads key/value head h / (H / KV); out (B, T, H D); lse (B, H, T) is the row
   // statistic that backward recomputes P from. KV == H is multi-head attention (C = H D).

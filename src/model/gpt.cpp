@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 
 #include "core/error.hpp"
 #include "device/kernels.hpp"
@@ -28,6 +29,19 @@ Shape shape_of(const GptConfig& c, int B, int T) {
           F,
           c.mlp == MlpKind::swiglu ? 2 * F : F,
           c.rotary_dims()};
+}
+
+// The GELU a product's epilogue can apply (SwiGLU pairs columns F apart, so it stays a separate pass).
+std::optional<GeluForm> gelu_form(MlpKind mlp) {
+  switch (mlp) {
+    case MlpKind::gelu_tanh:
+      return GeluForm::tanh;
+    case MlpKind::gelu_exact:
+      return GeluForm::exact;
+    case MlpKind::swiglu:
+      break;
+  }
+  return std::nullopt;
 }
 
 }  // namespace
@@ -167,6 +181,8 @@ void Gpt::block_forward(const BlockParams& p, const float* x_in, const BlockActs
   const Shape s = shape_of(config(), B_, T_);
   const long NC = static_cast<long>(s.N) * s.C;
   const bool parallel = config().residual == ResidualKind::parallel;
+  const bool fuse = options_.fuse_epilogues;
+  const std::optional<GeluForm> gelu = gelu_form(config().mlp);
   using S = LayerSlot;
   Kernels& k = kernels();
   timed(S::layernorm, [&] { norm_forward(a.ln1, a.ln1_mean, a.ln1_rstd, x_in, w.ln1_w, w.ln1_b); });
@@ -178,14 +194,30 @@ void Gpt::block_forward(const BlockParams& p, const float* x_in, const BlockActs
                        s.R);
     });
   timed(S::attention, [&] { k.attention_forward(a.atty, a.att_lse, a.qkv, B_, T_, s.H, s.KV, s.D); });
-  timed(S::attn_proj, [&] { k.matmul_forward(a.res2, a.atty, p.attn_proj_w, w.attn_proj_b, s.N, s.C, s.C); });
-  timed(S::residual, [&] { k.residual_forward(a.res2, a.res2, x_in, NC); });
+  if (fuse) {
+    timed(S::attn_proj, [&] {
+      k.matmul_residual_forward(a.res2, x_in, a.atty, p.attn_proj_w, w.attn_proj_b, s.N, s.C, s.C);
+    });
+  } else {
+    timed(S::attn_proj,
+          [&] { k.matmul_forward(a.res2, a.atty, p.attn_proj_w, w.attn_proj_b, s.N, s.C, s.C); });
+    timed(S::residual, [&] { k.residual_forward(a.res2, a.res2, x_in, NC); });
+  }
   // The MLP reads ln_2 of the attention's output (sequential) or of the block's input (parallel).
   const float* mlp_in = parallel ? x_in : a.res2;
   timed(S::layernorm, [&] { norm_forward(a.ln2, a.ln2_mean, a.ln2_rstd, mlp_in, w.ln2_w, w.ln2_b); });
-  timed(S::fc, [&] { k.matmul_forward(a.fch, a.ln2, p.fc_w, w.fc_b, s.N, s.C, s.FC); });
-  timed(S::gelu, [&] { activation_forward(a.fch_act, a.fch); });
-  if (x_out) {
+  if (fuse && gelu) {
+    timed(S::fc,
+          [&] { k.matmul_gelu_forward(a.fch, a.fch_act, a.ln2, p.fc_w, w.fc_b, s.N, s.C, s.FC, *gelu); });
+  } else {
+    timed(S::fc, [&] { k.matmul_forward(a.fch, a.ln2, p.fc_w, w.fc_b, s.N, s.C, s.FC); });
+    timed(S::gelu, [&] { activation_forward(a.fch_act, a.fch); });
+  }
+  if (x_out && fuse) {
+    timed(S::mlp_proj, [&] {
+      k.matmul_residual_forward(x_out, a.res2, a.fch_act, p.mlp_proj_w, w.mlp_proj_b, s.N, s.F, s.C);
+    });
+  } else if (x_out) {
     timed(S::mlp_proj,
           [&] { k.matmul_forward(x_out, a.fch_act, p.mlp_proj_w, w.mlp_proj_b, s.N, s.F, s.C); });
     timed(S::residual, [&] { k.residual_forward(x_out, x_out, a.res2, NC); });
@@ -245,10 +277,18 @@ void Gpt::block_backward(const BlockParams& p, const BlockView<float>& g, const 
   Kernels& k = kernels();
   // dres holds d x_out, which is also d r (x_out = r + mlp(...)).
   // MLP: mlp = down(act(fc(n_2(m)))), m = r (sequential) or x_in (parallel).
-  timed(S::mlp_proj, [&] {
-    k.matmul_backward(dfch_act_, g.mlp_proj_w, g.mlp_proj_b, dres_, a.fch_act, p.mlp_proj_w, s.N, s.F, s.C);
-  });
-  timed(S::gelu, [&] { activation_backward(dfch_, a.fch, dfch_act_); });
+  const std::optional<GeluForm> gelu = gelu_form(config().mlp);
+  if (options_.fuse_epilogues && gelu) {
+    timed(S::mlp_proj, [&] {
+      k.matmul_gelu_backward(dfch_, g.mlp_proj_w, g.mlp_proj_b, dres_, a.fch_act, a.fch, p.mlp_proj_w, s.N,
+                             s.F, s.C, *gelu);
+    });
+  } else {
+    timed(S::mlp_proj, [&] {
+      k.matmul_backward(dfch_act_, g.mlp_proj_w, g.mlp_proj_b, dres_, a.fch_act, p.mlp_proj_w, s.N, s.F, s.C);
+    });
+    timed(S::gelu, [&] { activation_backward(dfch_, a.fch, dfch_act_); });
+  }
   timed(S::fc, [&] { k.matmul_backward(dln_, g.fc_w, g.fc_b, dfch_, a.ln2, p.fc_w, s.N, s.C, s.FC); });
   // Sequential: n_2's input is r, so d r += its backward now, before the attention half reads d r.
   // Parallel: n_2's input is x_in; its backward accumulates into d x_in after the attention half has

@@ -31,6 +31,10 @@ struct GptOptions {
   int threads = 1;                      // kernel and OpenBLAS threads (set_kernel_threads)
   bool recompute = false;               // activation recomputation per block
   bool profile = false;                 // sum each layer's wall time into profile() (layer_profile.hpp)
+  // GELU and the residual adds in the epilogues of the products beside them (device/kernels.hpp's
+  // matmul_gelu_* and matmul_residual_forward): bitwise the same step, fewer passes over memory; false
+  // runs the separate kernels (the reference the tests compare against).
+  bool fuse_epilogues = true;
 };
 
 class Gpt {

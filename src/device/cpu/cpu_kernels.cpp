@@ -145,6 +145,22 @@ void CpuKernels::matmul_backward(float* dinp, float* dweight, float* dbias, cons
   tz::matmul_backward(dinp, dweight, dbias, dout, inp, weight, N, C, OC);
 }
 
+void CpuKernels::matmul_gelu_forward(float* pre, float* act, const float* inp, WeightRef weight,
+                                     const float* bias, int N, int C, int OC, GeluForm form) {
+  tz::matmul_gelu_forward(pre, act, inp, weight, bias, N, C, OC, form);
+}
+
+void CpuKernels::matmul_gelu_backward(float* dpre, float* dweight, float* dbias, const float* dout,
+                                      const float* act, const float* pre, WeightRef weight, int N, int C,
+                                      int OC, GeluForm form) {
+  tz::matmul_gelu_backward(dpre, dweight, dbias, dout, act, pre, weight, N, C, OC, form);
+}
+
+void CpuKernels::matmul_residual_forward(float* out, const float* residual, const float* inp,
+                                         WeightRef weight, const float* bias, int N, int C, int OC) {
+  tz::matmul_residual_forward(out, residual, inp, weight, bias, N, C, OC);
+}
+
 void CpuKernels::attention_forward(float* out, float* lse, const float* qkv, int B, int T, int H, int KV,
                                    int D) {
   tz::attention_forward(out, lse, qkv, B, T, H, KV, D);

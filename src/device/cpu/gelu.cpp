@@ -2,6 +2,10 @@
 //   y = 0.5 x (1 + tanh(u)),  u = s (x + k x^3),  s = sqrt(2/pi), k = 0.044715
 //   dy/dx = 0.5 (1 + tanh u) + 0.5 x (1 - tanh^2 u) s (1 + 3 k x^2)
 // Elementwise over n floats; the fast path evaluates tanh with an AVX2 exp (simd.hpp) on all threads.
+// The last n % 8 elements go through the same vector arithmetic on a padded copy, so each element's
+// result depends on its value alone, not on where thread chunks or gemm tiles split the array: the
+// gemm epilogue (gemm.cpp) calls the serial entry points on tile rows and matches this pass bit for bit.
+#include <algorithm>
 #include <cmath>
 
 #include "core/parallel_for.hpp"
@@ -14,34 +18,49 @@ namespace {
 constexpr float kS = 0.7978845608028654f;  // sqrt(2/pi)
 constexpr float kK = 0.044715f;
 
-TZ_AVX2 void gelu_forward_avx2(float* out, const float* inp, long n) {
+TZ_AVX2 inline __m256 gelu_forward256(__m256 x) {
   const __m256 s = _mm256_set1_ps(kS), k = _mm256_set1_ps(kK), half = _mm256_set1_ps(0.5f),
                one = _mm256_set1_ps(1.f);
-  long i = 0;
-  for (; i + 8 <= n; i += 8) {
-    __m256 x = _mm256_loadu_ps(inp + i);
-    __m256 x3 = _mm256_mul_ps(_mm256_mul_ps(x, x), x);
-    __m256 t = simd::tanh256(_mm256_mul_ps(s, _mm256_fmadd_ps(k, x3, x)));
-    _mm256_storeu_ps(out + i, _mm256_mul_ps(_mm256_mul_ps(half, x), _mm256_add_ps(one, t)));
-  }
-  if (i < n) gelu_forward_ref(out + i, inp + i, n - i);
+  __m256 x3 = _mm256_mul_ps(_mm256_mul_ps(x, x), x);
+  __m256 t = simd::tanh256(_mm256_mul_ps(s, _mm256_fmadd_ps(k, x3, x)));
+  return _mm256_mul_ps(_mm256_mul_ps(half, x), _mm256_add_ps(one, t));
 }
 
-TZ_AVX2 void gelu_backward_avx2(float* dinp, const float* inp, const float* dout, long n) {
+TZ_AVX2 inline __m256 gelu_backward256(__m256 x, __m256 dy) {
   const __m256 s = _mm256_set1_ps(kS), k = _mm256_set1_ps(kK), k3 = _mm256_set1_ps(3 * kK),
                half = _mm256_set1_ps(0.5f), one = _mm256_set1_ps(1.f);
+  __m256 x2 = _mm256_mul_ps(x, x);
+  __m256 t = simd::tanh256(_mm256_mul_ps(s, _mm256_fmadd_ps(_mm256_mul_ps(k, x2), x, x)));
+  __m256 sech2 = _mm256_fnmadd_ps(t, t, one);
+  __m256 du = _mm256_mul_ps(s, _mm256_fmadd_ps(k3, x2, one));
+  __m256 g = _mm256_fmadd_ps(_mm256_mul_ps(half, x), _mm256_mul_ps(sech2, du),
+                             _mm256_mul_ps(half, _mm256_add_ps(one, t)));
+  return _mm256_mul_ps(g, dy);
+}
+
+TZ_AVX2 void gelu_forward_avx2(float* out, const float* inp, long n) {
   long i = 0;
-  for (; i + 8 <= n; i += 8) {
-    __m256 x = _mm256_loadu_ps(inp + i);
-    __m256 x2 = _mm256_mul_ps(x, x);
-    __m256 t = simd::tanh256(_mm256_mul_ps(s, _mm256_fmadd_ps(_mm256_mul_ps(k, x2), x, x)));
-    __m256 sech2 = _mm256_fnmadd_ps(t, t, one);
-    __m256 du = _mm256_mul_ps(s, _mm256_fmadd_ps(k3, x2, one));
-    __m256 g = _mm256_fmadd_ps(_mm256_mul_ps(half, x), _mm256_mul_ps(sech2, du),
-                               _mm256_mul_ps(half, _mm256_add_ps(one, t)));
-    _mm256_storeu_ps(dinp + i, _mm256_mul_ps(g, _mm256_loadu_ps(dout + i)));
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(out + i, gelu_forward256(_mm256_loadu_ps(inp + i)));
+  if (i < n) {
+    float x[8] = {}, y[8];
+    std::copy(inp + i, inp + n, x);
+    _mm256_storeu_ps(y, gelu_forward256(_mm256_loadu_ps(x)));
+    std::copy(y, y + (n - i), out + i);
   }
-  if (i < n) gelu_backward_ref(dinp + i, inp + i, dout + i, n - i);
+}
+
+// dinp may alias dout (each vector is read before it is written).
+TZ_AVX2 void gelu_backward_avx2(float* dinp, const float* inp, const float* dout, long n) {
+  long i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(dinp + i, gelu_backward256(_mm256_loadu_ps(inp + i), _mm256_loadu_ps(dout + i)));
+  if (i < n) {
+    float x[8] = {}, dy[8] = {}, dx[8];
+    std::copy(inp + i, inp + n, x);
+    std::copy(dout + i, dout + n, dy);
+    _mm256_storeu_ps(dx, gelu_backward256(_mm256_loadu_ps(x), _mm256_loadu_ps(dy)));
+    std::copy(dx, dx + (n - i), dinp + i);
+  }
 }
 
 }  // namespace
@@ -62,21 +81,29 @@ void gelu_backward_ref(float* dinp, const float* inp, const float* dout, long n)
   }
 }
 
+void gelu_forward_serial(float* out, const float* inp, long n) {
+  if (simd::have_avx2_fma())
+    gelu_forward_avx2(out, inp, n);
+  else
+    gelu_forward_ref(out, inp, n);
+}
+
+void gelu_backward_serial(float* dinp, const float* inp, const float* dout, long n) {
+  if (simd::have_avx2_fma())
+    gelu_backward_avx2(dinp, inp, dout, n);
+  else
+    gelu_backward_ref(dinp, inp, dout, n);
+}
+
 void gelu_forward(float* out, const float* inp, long n) {
   parallel_for(static_cast<std::size_t>(n), 1 << 14, [&](std::size_t b, std::size_t e) {
-    if (simd::have_avx2_fma())
-      gelu_forward_avx2(out + b, inp + b, static_cast<long>(e - b));
-    else
-      gelu_forward_ref(out + b, inp + b, static_cast<long>(e - b));
+    gelu_forward_serial(out + b, inp + b, static_cast<long>(e - b));
   });
 }
 
 void gelu_backward(float* dinp, const float* inp, const float* dout, long n) {
   parallel_for(static_cast<std::size_t>(n), 1 << 14, [&](std::size_t b, std::size_t e) {
-    if (simd::have_avx2_fma())
-      gelu_backward_avx2(dinp + b, inp + b, dout + b, static_cast<long>(e - b));
-    else
-      gelu_backward_ref(dinp + b, inp + b, dout + b, static_cast<long>(e - b));
+    gelu_backward_serial(dinp + b, inp + b, dout + b, static_cast<long>(e - b));
   });
 }
 

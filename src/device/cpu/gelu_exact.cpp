@@ -95,21 +95,29 @@ void gelu_exact_backward_ref(float* dinp, const float* inp, const float* dout, l
   }
 }
 
+void gelu_exact_forward_serial(float* out, const float* inp, long n) {
+  if (simd::have_avx2_fma())
+    gelu_exact_forward_avx2(out, inp, n);
+  else
+    gelu_exact_forward_ref(out, inp, n);
+}
+
+void gelu_exact_backward_serial(float* dinp, const float* inp, const float* dout, long n) {
+  if (simd::have_avx2_fma())
+    gelu_exact_backward_avx2(dinp, inp, dout, n);
+  else
+    gelu_exact_backward_ref(dinp, inp, dout, n);
+}
+
 void gelu_exact_forward(float* out, const float* inp, long n) {
   parallel_for(static_cast<std::size_t>(n), 1 << 14, [&](std::size_t b, std::size_t e) {
-    if (simd::have_avx2_fma())
-      gelu_exact_forward_avx2(out + b, inp + b, static_cast<long>(e - b));
-    else
-      gelu_exact_forward_ref(out + b, inp + b, static_cast<long>(e - b));
+    gelu_exact_forward_serial(out + b, inp + b, static_cast<long>(e - b));
   });
 }
 
 void gelu_exact_backward(float* dinp, const float* inp, const float* dout, long n) {
   parallel_for(static_cast<std::size_t>(n), 1 << 14, [&](std::size_t b, std::size_t e) {
-    if (simd::have_avx2_fma())
-      gelu_exact_backward_avx2(dinp + b, inp + b, dout + b, static_cast<long>(e - b));
-    else
-      gelu_exact_backward_ref(dinp + b, inp + b, dout + b, static_cast<long>(e - b));
+    gelu_exact_backward_serial(dinp + b, inp + b, dout + b, static_cast<long>(e - b));
   });
 }
 

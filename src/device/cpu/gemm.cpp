@@ -7,8 +7,10 @@
 //      its rows of op(A) for one KC slice into MR-high panels (adding the row sums if asked), then runs
 //      the micro-kernel over every (MR, NR) tile of its rows: C is read and written once per slice.
 // Bytes: op(B) is read once and packed once; op(A) is read and packed once per NC block; C moves
-// ceil(K / KC) times. Every C element is summed by one task over the slices in order, so the result
-// is the same for any thread count. Scratch buffers are kept per thread across calls.
+// ceil(K / KC) times. An epilogue (gemm_args.hpp) runs on each tile right after its last slice, on
+// rows of at most NR floats still in L1, so it costs no pass over memory of its own. Every C element is
+// summed by one task over the slices in order, so the result is the same for any thread count. Scratch
+// buffers are kept per thread across calls.
 #include "device/cpu/gemm.hpp"
 
 #include <emmintrin.h>
@@ -26,6 +28,7 @@
 #include "core/error.hpp"
 #include "core/parallel_for.hpp"
 #include "device/cpu/gemm_kernels.hpp"
+#include "device/cpu/layers.hpp"
 
 namespace tz {
 namespace gemm_detail {
@@ -254,6 +257,52 @@ void check_args(const GemmArgs& g) {
   TZ_CHECK_GE(g.lda, g.trans_a ? g.M : g.K);
   TZ_CHECK_GE(g.ldb, g.trans_b ? g.K : g.N);
   TZ_CHECK(g.B == nullptr || g.B16 == nullptr, "gemm: op(B) given both in fp32 and in bf16");
+  switch (g.epilogue) {
+    case GemmEpilogue::none:
+      break;
+    case GemmEpilogue::gelu_tanh:
+    case GemmEpilogue::gelu_exact:
+      TZ_CHECK(g.epi_out != nullptr, "gemm: an activation epilogue needs its output");
+      TZ_CHECK_GE(g.ld_epi_out, g.N);
+      break;
+    case GemmEpilogue::gelu_tanh_grad:
+    case GemmEpilogue::gelu_exact_grad:
+    case GemmEpilogue::add:
+      // C holds partial sums between slices, so the epilogue's input cannot be C itself.
+      TZ_CHECK(g.epi_in != nullptr && g.epi_in != g.C,
+               "gemm: the epilogue's input must be given, apart from C");
+      TZ_CHECK_GE(g.ld_epi_in, g.N);
+      break;
+  }
+}
+
+// The epilogue on rows m0 .. m0 + m, columns n0 .. n0 + n of the finished C (serial: the caller owns
+// those rows). The per-element arithmetic is the separate kernels' (layers.hpp), so fusing changes no bit.
+void apply_epilogue(const GemmArgs& g, int m0, int m, int n0, int n) {
+  for (int i = m0; i < m0 + m; ++i) {
+    float* c = g.C + static_cast<std::size_t>(i) * g.ldc + n0;
+    const float* in = g.epi_in ? g.epi_in + static_cast<std::size_t>(i) * g.ld_epi_in + n0 : nullptr;
+    float* out = g.epi_out ? g.epi_out + static_cast<std::size_t>(i) * g.ld_epi_out + n0 : nullptr;
+    switch (g.epilogue) {
+      case GemmEpilogue::none:
+        return;
+      case GemmEpilogue::gelu_tanh:
+        gelu_forward_serial(out, c, n);
+        break;
+      case GemmEpilogue::gelu_exact:
+        gelu_exact_forward_serial(out, c, n);
+        break;
+      case GemmEpilogue::gelu_tanh_grad:
+        gelu_backward_serial(c, in, c, n);
+        break;
+      case GemmEpilogue::gelu_exact_grad:
+        gelu_exact_backward_serial(c, in, c, n);
+        break;
+      case GemmEpilogue::add:
+        for (int j = 0; j < n; ++j) c[j] = c[j] + in[j];
+        break;
+    }
+  }
 }
 
 // K == 0: C = beta C + bias.
@@ -263,6 +312,7 @@ void scale_only(const GemmArgs& g) {
     for (int j = 0; j < g.N; ++j)
       c[j] = (g.beta != 0.0f ? g.beta * c[j] : 0.0f) + (g.bias ? g.bias[j] : 0.0f);
   }
+  apply_epilogue(g, 0, g.M, 0, g.N);
 }
 
 }  // namespace
@@ -348,6 +398,7 @@ void gemm(const GemmArgs& g) {
           for (int k0 = 0; k0 < kgn; k0 += kKc) {
             const int kc = std::min(kKc, kgn - k0);
             const bool first = kg + k0 == 0;
+            const bool last = kg + k0 + kc == g.K && g.epilogue != GemmEpilogue::none;
             float* sums = n0 == 0 ? g.a_row_sums : nullptr;  // once per row, over every slice
             pack_a(Ap, g, m_begin, m_end, kg + k0, kc, sums);
             // Each B panel (kc x NR, in L1) meets every A panel of the task (streamed from L2).
@@ -368,6 +419,7 @@ void gemm(const GemmArgs& g) {
                     __builtin_prefetch(c + NR - 1, 1);
                   }
                 kern.tile(kc, Ap + static_cast<std::size_t>(m - m_begin) * kc, Bpan, tile);
+                if (last) apply_epilogue(g, m, tile.m, n, tile.n);
               }
             }
           }
@@ -403,6 +455,31 @@ void gemm_ref(const GemmArgs& g) {
                        : g.A[static_cast<std::size_t>(i) * g.lda + k];
       g.a_row_sums[i] += static_cast<float>(s);
     }
+  // The epilogue with the _ref activations (libm tanh / erf), row by row.
+  for (int i = 0; i < g.M && g.epilogue != GemmEpilogue::none; ++i) {
+    float* c = g.C + static_cast<std::size_t>(i) * g.ldc;
+    const float* in = g.epi_in ? g.epi_in + static_cast<std::size_t>(i) * g.ld_epi_in : nullptr;
+    float* out = g.epi_out ? g.epi_out + static_cast<std::size_t>(i) * g.ld_epi_out : nullptr;
+    switch (g.epilogue) {
+      case GemmEpilogue::none:
+        break;
+      case GemmEpilogue::gelu_tanh:
+        gelu_forward_ref(out, c, g.N);
+        break;
+      case GemmEpilogue::gelu_exact:
+        gelu_exact_forward_ref(out, c, g.N);
+        break;
+      case GemmEpilogue::gelu_tanh_grad:
+        gelu_backward_ref(c, in, c, g.N);
+        break;
+      case GemmEpilogue::gelu_exact_grad:
+        gelu_exact_backward_ref(c, in, c, g.N);
+        break;
+      case GemmEpilogue::add:
+        for (int j = 0; j < g.N; ++j) c[j] += in[j];
+        break;
+    }
+  }
 }
 
 }  // namespace tz

@@ -10,6 +10,7 @@
 #include <cstdint>
 
 #include "core/bf16.hpp"
+#include "device/gemm_args.hpp"
 #include "device/weight_ref.hpp"
 
 namespace tz {
@@ -73,6 +74,18 @@ void matmul_forward_ref(float* out, const float* inp, const float* weight, const
                         int OC);
 void matmul_backward_ref(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
                          const float* weight, int N, int C, int OC);
+// Fused linear layers (device/gemm_args.hpp's epilogues): each equals the unfused sequence beside it
+// bit for bit, one pass over the product's output fewer.
+//   = matmul_forward(pre, ...), then gelu_forward(act, pre) (or gelu_exact_forward)
+void matmul_gelu_forward(float* pre, float* act, const float* inp, WeightRef weight, const float* bias, int N,
+                         int C, int OC, GeluForm form);
+//   = matmul_backward(dact, dweight, dbias, dout, act, ...), then gelu_backward(dpre, pre, dact): dpre
+//   (N, C) is the gradient of the pre-activation; act the GELU of pre, this product's input
+void matmul_gelu_backward(float* dpre, float* dweight, float* dbias, const float* dout, const float* act,
+                          const float* pre, WeightRef weight, int N, int C, int OC, GeluForm form);
+//   = matmul_forward(out, ...), then residual_forward(out, out, residual); out must not alias residual
+void matmul_residual_forward(float* out, const float* residual, const float* inp, WeightRef weight,
+                             const float* bias, int N, int C, int OC);
 
 // ---- causal self-attention, grouped-query heads (attention.cpp) ----
 // qkv rows hold [q (H D) | k (KV D) | v (KV D)]: H query heads and KV key/value heads of D floats, KV
@@ -129,7 +142,11 @@ void rotary_backward_ref(float* dqkv, const float* cos, const float* sin, int B,
 // ---- GELU, tanh form (gelu.cpp) ----
 // out = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
 void gelu_forward(float* out, const float* inp, long n);
-void gelu_backward(float* dinp, const float* inp, const float* dout, long n);  // dinp overwritten
+void gelu_backward(float* dinp, const float* inp, const float* dout, long n);  // dinp may alias dout
+// The same on the calling thread only (the gemm epilogue runs them on tile rows): each element's result
+// is the one gelu_forward / gelu_backward give it, bit for bit, wherever it sits.
+void gelu_forward_serial(float* out, const float* inp, long n);
+void gelu_backward_serial(float* dinp, const float* inp, const float* dout, long n);
 void gelu_forward_ref(float* out, const float* inp, long n);
 void gelu_backward_ref(float* dinp, const float* inp, const float* dout, long n);
 
@@ -137,6 +154,8 @@ void gelu_backward_ref(float* dinp, const float* inp, const float* dout, long n)
 // out = 0.5 x (1 + erf(x / sqrt 2))
 void gelu_exact_forward(float* out, const float* inp, long n);
 void gelu_exact_backward(float* dinp, const float* inp, const float* dout, long n);  // dinp may alias dout
+void gelu_exact_forward_serial(float* out, const float* inp, long n);
+void gelu_exact_backward_serial(float* dinp, const float* inp, const float* dout, long n);
 void gelu_exact_forward_ref(float* out, const float* inp, long n);
 void gelu_exact_backward_ref(float* dinp, const float* inp, const float* dout, long n);
 

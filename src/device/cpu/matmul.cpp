@@ -3,6 +3,8 @@
 //   backward  dinp (N, C)  = dout (N, OC) W (OC, C)   2 N C OC
 //             dW (OC, C)  += dout^T inp               2 N C OC (dbias, the column sums of dout, are
 //                                                     summed while dout^T is packed for this product)
+// The fused layers run the same products with an epilogue (gemm_args.hpp): GELU written beside the
+// pre-activation, GELU's derivative applied to the input gradient, a residual added to the output.
 #include "device/cpu/gemm.hpp"
 #include "device/cpu/layers.hpp"
 
@@ -16,6 +18,22 @@ void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dou
                      WeightRef weight, int N, int C, int OC) {
   gemm(linear_input_grad_gemm(dinp, dout, weight, N, C, OC));
   gemm(linear_weight_grad_gemm(dweight, dbias, dout, inp, N, C, OC));
+}
+
+void matmul_gelu_forward(float* pre, float* act, const float* inp, WeightRef weight, const float* bias, int N,
+                         int C, int OC, GeluForm form) {
+  gemm(linear_gelu_forward_gemm(pre, act, inp, weight, bias, N, C, OC, form));
+}
+
+void matmul_gelu_backward(float* dpre, float* dweight, float* dbias, const float* dout, const float* act,
+                          const float* pre, WeightRef weight, int N, int C, int OC, GeluForm form) {
+  gemm(linear_gelu_input_grad_gemm(dpre, dout, pre, weight, N, C, OC, form));
+  gemm(linear_weight_grad_gemm(dweight, dbias, dout, act, N, C, OC));
+}
+
+void matmul_residual_forward(float* out, const float* residual, const float* inp, WeightRef weight,
+                             const float* bias, int N, int C, int OC) {
+  gemm(linear_residual_forward_gemm(out, residual, inp, weight, bias, N, C, OC));
 }
 
 void matmul_forward_ref(float* out, const float* inp, const float* weight, const float* bias, int N, int C,

@@ -90,6 +90,36 @@ class Scratch {
   void* p_ = nullptr;
 };
 
+// The epilogue of GemmArgs as the separate pointwise kernel after the product (not fused on this
+// backend yet): dense matrices only (every leading dimension N).
+void enqueue_epilogue(const GemmArgs& g) {
+  if (g.epilogue == GemmEpilogue::none || g.M == 0 || g.N == 0) return;
+  const long n = static_cast<long>(g.M) * g.N;
+  const bool act = g.epilogue == GemmEpilogue::gelu_tanh || g.epilogue == GemmEpilogue::gelu_exact;
+  TZ_CHECK(g.ldc == g.N && (act ? g.epi_out != nullptr && g.ld_epi_out == g.N
+                                : g.epi_in != nullptr && g.epi_in != g.C && g.ld_epi_in == g.N),
+           "gemm epilogue on the cuda backend: dense matrices only (ldc {}, N {})", g.ldc, g.N);
+  switch (g.epilogue) {
+    case GemmEpilogue::none:
+      break;
+    case GemmEpilogue::gelu_tanh:
+      cuda::gelu_forward(stream(), g.epi_out, g.C, n);
+      break;
+    case GemmEpilogue::gelu_exact:
+      cuda::gelu_exact_forward(stream(), g.epi_out, g.C, n);
+      break;
+    case GemmEpilogue::gelu_tanh_grad:
+      cuda::gelu_backward(stream(), g.C, g.epi_in, g.C, n);
+      break;
+    case GemmEpilogue::gelu_exact_grad:
+      cuda::gelu_exact_backward(stream(), g.C, g.epi_in, g.C, n);
+      break;
+    case GemmEpilogue::add:
+      cuda::residual_forward(stream(), g.C, g.C, g.epi_in, n);
+      break;
+  }
+}
+
 // The row-major product of GemmArgs as cuBLAS's column-major one: C^T = op(B)^T op(A)^T, so B goes
 // first and the dimensions swap (M <-> N). Enqueued only.
 void enqueue_gemm(const GemmArgs& g) {
@@ -115,6 +145,7 @@ void enqueue_gemm(const GemmArgs& g) {
                      "sgemm");
   if (g.bias) cuda::add_bias_rows(stream(), g.C, g.bias, g.M, g.N, g.ldc);
   if (g.a_row_sums) cuda::add_row_sums(stream(), g.a_row_sums, g.A, g.trans_a, g.M, g.K, g.lda);
+  enqueue_epilogue(g);
   // `widened` is freed on the stream after the product that reads it.
 }
 
@@ -297,6 +328,32 @@ void CudaKernels::matmul_backward(float* dinp, float* dweight, float* dbias, con
   else if (dbias)
     cuda::add_row_sums(stream(), dbias, dout, true, OC, N, OC);
   finish("matmul_backward");
+}
+
+void CudaKernels::matmul_gelu_forward(float* pre, float* act, const float* inp, WeightRef weight,
+                                      const float* bias, int N, int C, int OC, GeluForm form) {
+  backend_.bind();
+  enqueue_gemm(linear_gelu_forward_gemm(pre, act, inp, weight, bias, N, C, OC, form));
+  finish("matmul_gelu_forward");
+}
+
+void CudaKernels::matmul_gelu_backward(float* dpre, float* dweight, float* dbias, const float* dout,
+                                       const float* act, const float* pre, WeightRef weight, int N, int C,
+                                       int OC, GeluForm form) {
+  backend_.bind();
+  enqueue_gemm(linear_gelu_input_grad_gemm(dpre, dout, pre, weight, N, C, OC, form));
+  if (dweight)
+    enqueue_gemm(linear_weight_grad_gemm(dweight, dbias, dout, act, N, C, OC));
+  else if (dbias)
+    cuda::add_row_sums(stream(), dbias, dout, true, OC, N, OC);
+  finish("matmul_gelu_backward");
+}
+
+void CudaKernels::matmul_residual_forward(float* out, const float* residual, const float* inp,
+                                          WeightRef weight, const float* bias, int N, int C, int OC) {
+  backend_.bind();
+  enqueue_gemm(linear_residual_forward_gemm(out, residual, inp, weight, bias, N, C, OC));
+  finish("matmul_residual_forward");
 }
 
 void CudaKernels::attention_forward(float* out, float* lse, const float* qkv, int B, int T, int H, int KV,

@@ -55,6 +55,12 @@ class CudaKernels final : public Kernels {
                       int OC) override;
   void matmul_backward(float* dinp, float* dweight, float* dbias, const float* dout, const float* inp,
                        WeightRef weight, int N, int C, int OC) override;
+  void matmul_gelu_forward(float* pre, float* act, const float* inp, WeightRef weight, const float* bias,
+                           int N, int C, int OC, GeluForm form) override;
+  void matmul_gelu_backward(float* dpre, float* dweight, float* dbias, const float* dout, const float* act,
+                            const float* pre, WeightRef weight, int N, int C, int OC, GeluForm form) override;
+  void matmul_residual_forward(float* out, const float* residual, const float* inp, WeightRef weight,
+                               const float* bias, int N, int C, int OC) override;
   void attention_forward(float* out, float* lse, const float* qkv, int B, int T, int H, int KV,
                          int D) override;
   void attention_backward(float* dqkv, const float* dout, const float* qkv, const float* out,
