@@ -57,6 +57,20 @@ void all_to_all_shared(Collective& c, SharedArena& arena, const std::byte* send,
                        std::span<const std::size_t> send_offsets, std::byte* recv,
                        std::span<const std::size_t> recv_offsets, std::size_t max_block_bytes);
 
+// all_to_all_pair_rings.cpp: the same result as all_to_all_pairwise, for ranks that share `arena`:
+// each (source, destination) pair streams its block through its own ring of chunks in the source's
+// staging buffers, with flow control per pair instead of rounds of the whole group.
+void all_to_all_pair_rings(Collective& c, SharedArena& arena, const std::byte* send,
+                           std::span<const std::size_t> send_offsets, std::byte* recv,
+                           std::span<const std::size_t> recv_offsets);
+// How the pair rings cut a rank's `staging_bytes` among p - 1 destinations: chunks of about
+// kPairRingChunkBytes (a multiple of 64 bytes once that large), 2-64 of them per ring.
+inline constexpr std::size_t kPairRingChunkBytes = 64 * 1024;
+struct PairRingShape {
+  std::size_t chunk_bytes = 0, depth = 0;
+};
+PairRingShape pair_ring_shape(std::size_t staging_bytes, int p);
+
 // exchange_in_place.cpp: one single-copy exchange over an arena whose ranks can read each other's
 // memory (SharedArena::cross_memory): this rank offers offer(j) of its own memory to each peer j and
 // copies what each peer q offers it straight into into(q) (the lengths must agree); it returns once

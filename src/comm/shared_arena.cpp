@@ -95,6 +95,13 @@ std::size_t rank_stride(std::size_t slot_bytes, int p) {
   return kRankHeader + cross_header_bytes(p) + 2 * slot_bytes;
 }
 
+// After the ranks: a doorbell line per rank (the word, then its sleeper count), then 128 bytes per
+// ordered pair (`filled` and the bytes of two calls on one cache line, `freed` on the next).
+constexpr std::size_t kDoorbellBytes = 64, kPairEntryBytes = 128;
+std::size_t pair_area_bytes(int p) {
+  return kDoorbellBytes * p + kPairEntryBytes * static_cast<std::size_t>(p) * p;
+}
+
 // A mapping that is undone unless released (every throw between mmap and the arena's constructor).
 struct Mapping {
   std::byte* base = nullptr;
@@ -286,7 +293,7 @@ std::unique_ptr<SharedArena> SharedArena::open(Collective& c, std::size_t slot_b
   const int p = c.size(), r = c.rank();
   slot_bytes = std::max<std::size_t>({slot_bytes, 64, 8 * static_cast<std::size_t>(p)});
   slot_bytes = (slot_bytes + 63) / 64 * 64;
-  const std::size_t total = kSegmentHeader + p * rank_stride(slot_bytes, p);
+  const std::size_t total = kSegmentHeader + p * rank_stride(slot_bytes, p) + pair_area_bytes(p);
   SetupMessage msg;
   Mapping m;
   NameGuard name;  // unlinks on every exit from here on, thrown or not, unless already unlinked
@@ -414,6 +421,71 @@ std::uint32_t* SharedArena::sleepers(int rank, Counter which) const {
 
 std::byte* SharedArena::buffer(int rank, std::uint64_t round) const {
   return rank_base(rank) + kRankHeader + cross_header_bytes(ranks_) + (round % 2) * slot_bytes_;
+}
+
+std::byte* SharedArena::pair_entry(int from, int to) const {
+  return doorbell_line(ranks_) + kPairEntryBytes * (static_cast<std::size_t>(from) * ranks_ + to);
+}
+
+std::uint64_t SharedArena::pair_value(int from, int to, PairCounter which) const {
+  auto* word = reinterpret_cast<std::uint64_t*>(pair_entry(from, to) + 64 * static_cast<int>(which));
+  return std::atomic_ref(*word).load(std::memory_order_seq_cst);
+}
+
+void SharedArena::set_pair_bytes(int from, int to, std::uint64_t call, std::uint64_t bytes) const {
+  auto* word = reinterpret_cast<std::uint64_t*>(pair_entry(from, to)) + 1 + call % 2;
+  std::atomic_ref(*word).store(bytes, std::memory_order_relaxed);
+}
+
+std::uint64_t SharedArena::pair_bytes(int from, int to, std::uint64_t call) const {
+  auto* word = reinterpret_cast<std::uint64_t*>(pair_entry(from, to)) + 1 + call % 2;
+  return std::atomic_ref(*word).load(std::memory_order_relaxed);
+}
+
+std::byte* SharedArena::doorbell_line(int rank) const {
+  return base_ + kSegmentHeader + ranks_ * rank_stride(slot_bytes_, ranks_) + kDoorbellBytes * rank;
+}
+
+std::uint64_t SharedArena::doorbell() const {
+  return std::atomic_ref(*reinterpret_cast<std::uint64_t*>(doorbell_line(rank_)))
+      .load(std::memory_order_seq_cst);
+}
+
+void SharedArena::pair_publish(Collective& c, int from, int to, PairCounter which,
+                               std::uint64_t value) const {
+  c.transport().inject_delay();
+  auto* word = reinterpret_cast<std::uint64_t*>(pair_entry(from, to) + 64 * static_cast<int>(which));
+  std::atomic_ref(*word).store(value, std::memory_order_seq_cst);
+  // The rank that may wait for this counter: the consumer for `filled`, the producer for `freed`.
+  const int other = which == PairCounter::filled ? to : from;
+  std::byte* line = doorbell_line(other);
+  auto* bell = reinterpret_cast<std::uint64_t*>(line);
+  std::atomic_ref(*bell).fetch_add(1, std::memory_order_seq_cst);
+  if (std::atomic_ref(*reinterpret_cast<std::uint32_t*>(line + 8)).load(std::memory_order_seq_cst) > 0)
+    futex(low_word(bell), FUTEX_WAKE, INT_MAX, nullptr);
+}
+
+bool SharedArena::wait_doorbell(Collective& c, std::uint64_t seen) const {
+  auto* bell = reinterpret_cast<std::uint64_t*>(doorbell_line(rank_));
+  std::atomic_ref value(*bell);
+  const auto spin_until = Clock::now() + spin_;
+  for (int polls = 1;; ++polls) {
+    if (value.load(std::memory_order_seq_cst) != seen) return true;
+    if (polls % 16 == 0 && Clock::now() >= spin_until) break;
+    cpu_relax();
+  }
+  std::atomic_ref count(*reinterpret_cast<std::uint32_t*>(doorbell_line(rank_) + 8));
+  for (;;) {
+    count.fetch_add(1, std::memory_order_seq_cst);
+    if (value.load(std::memory_order_seq_cst) == seen) {
+      const timespec slice{0, kSleepSliceNs};
+      futex(low_word(bell), FUTEX_WAIT, static_cast<std::uint32_t>(seen), &slice);
+    }
+    count.fetch_sub(1, std::memory_order_seq_cst);
+    if (value.load(std::memory_order_acquire) != seen) return true;
+    c.transport().check_aborted();
+    if (Clock::now() >= c.deadline()) return false;
+  }
 }
 
 bool SharedArena::reached(int rank, Counter which, std::uint64_t round) const {

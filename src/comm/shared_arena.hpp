@@ -104,6 +104,35 @@ class SharedArena {
   template <typename Copy>
   void drain(Collective& c, std::uint64_t round, Copy copy);
 
+  // Per-pair flow control (the pair-ring all-to-all, all_to_all_pair_rings.cpp). For every ordered
+  // pair (from, to) two counters that only grow over the arena's life, each on its own cache line:
+  // `filled` (chunks `from` has put in its ring for `to`, written by `from`, beside the bytes it
+  // sends `to` in the current and the previous call) and `freed` (chunks `to` has copied out,
+  // written by `to`). Each rank also has a doorbell that a peer rings after publishing a pair counter
+  // this rank may wait on, so that a rank with nothing to do sleeps on one word whatever it waits for.
+  enum class PairCounter { filled = 0, freed = 1 };
+  std::uint64_t pair_value(int from, int to, PairCounter which) const;
+  // Sets the pair counter (this rank must be `from` for filled, `to` for freed) and rings the
+  // doorbell of the pair's other rank.
+  void pair_publish(Collective& c, int from, int to, PairCounter which, std::uint64_t value) const;
+  // The bytes `from` sends `to` in the call of parity `call % 2` (set by `from` before its first
+  // chunk of that call, read by `to` once it has seen that chunk filled).
+  void set_pair_bytes(int from, int to, std::uint64_t call, std::uint64_t bytes) const;
+  std::uint64_t pair_bytes(int from, int to, std::uint64_t call) const;
+  // This rank's doorbell (read it before checking what it waits for).
+  std::uint64_t doorbell() const;
+  // Polls, then sleeps until this rank's doorbell differs from `seen`; false at c's deadline (the
+  // caller names whom it waited for); an aborted group throws.
+  bool wait_doorbell(Collective& c, std::uint64_t seen) const;
+  // Both staging buffers of `rank`, 2 * slot_bytes() contiguous bytes (the pair rings cut them up).
+  std::byte* staging(int rank) const { return buffer(rank, 0); }
+  // Pair-ring calls run on this arena so far. A call that directly follows another (no round in
+  // between) needs no group-wide wait before it writes, since the pair counters guard the rings; one
+  // after any other collective waits as rule 1 says.
+  std::uint64_t pair_calls() const { return pair_calls_; }
+  bool follows_pair_call() const { return pair_calls_ > 0 && pair_end_round_ == round_; }
+  void end_pair_call() { ++pair_calls_, pair_end_round_ = round_; }
+
  private:
   SharedArena(std::byte* base, std::size_t mapped_bytes, int ranks, int rank, std::size_t slot_bytes,
               int ranks_on_host);
@@ -111,6 +140,8 @@ class SharedArena {
   std::uint32_t* sleepers(int rank, Counter which) const;
   std::byte* rank_base(int rank) const;
   std::uint64_t* cross_entry(int rank, int peer) const;
+  std::byte* pair_entry(int from, int to) const;
+  std::byte* doorbell_line(int rank) const;  // the doorbell word, then its sleeper count
   void probe_cross_memory(Collective& c);
   // Sleeps (futex) until `rank`'s counter reaches round; false when the deadline passed first.
   bool sleep_until(Collective& c, int rank, Counter which, std::uint64_t round) const;
@@ -127,6 +158,8 @@ class SharedArena {
   Clock::duration spin_{};  // how long a wait polls before it sleeps
   bool cross_memory_ = false;
   std::vector<int> pending_;  // drain's scratch, kept to avoid an allocation per round
+  std::uint64_t pair_calls_ = 0;
+  std::uint64_t pair_end_round_ = 0;  // the round the last pair-ring call ended with
 };
 
 // How long a wait of a group of `group_ranks` polls before it sleeps, on a host that runs
