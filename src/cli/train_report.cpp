@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/cpu_terms.hpp"
 #include "core/error.hpp"
 #include "core/timing.hpp"
 #include "model/flops.hpp"
@@ -233,6 +234,19 @@ void StepReporter::on_step(const TrainStep& t, double mem) {
   for (const auto& [tier, tt] : st.traffic) {
     j["bytes_per_tier"][tier] = tt.bytes;
     j["seconds_per_tier"][tier] = tt.seconds;
+  }
+  nlohmann::json& cpu = j["cpu_s_per_term"] = nlohmann::json::object();
+  for (int t = 0; t < kCpuTermCount; ++t)
+    cpu[std::string(cpu_term_name(static_cast<CpuTerm>(t)))] = st.cpu.cpu_s[t];
+  j["cpu_s"] = st.cpu.total_cpu_s();
+  j["wait_wall_s"] = st.cpu.wait_wall_s;
+  nlohmann::json& by_rank = j["cpu_s_per_term_by_rank"] = nlohmann::json::array();
+  for (const CpuTermSeconds& r : t.cpu_by_rank) {
+    nlohmann::json terms = nlohmann::json::object();
+    for (int k = 0; k < kCpuTermCount; ++k)
+      terms[std::string(cpu_term_name(static_cast<CpuTerm>(k)))] = r.cpu_s[k];
+    terms["wait_wall_s"] = r.wait_wall_s;
+    by_rank.push_back(std::move(terms));
   }
   write_metrics(j, fmt::format("step {}", s + 1));
   if (bar_) bar_->draw(s + 1, run_.steps, elapsed);

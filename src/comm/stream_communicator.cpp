@@ -19,6 +19,7 @@
 #include "comm/delay_injector.hpp"
 #include "comm/shared_arena.hpp"
 #include "comm/transport/delay_transport.hpp"
+#include "core/cpu_terms.hpp"
 #include "core/error.hpp"
 #include "device/cpu/reduce.hpp"
 #include "device/stream.hpp"
@@ -296,7 +297,10 @@ class StreamCommunicator final : public Communicator {
                                         .group = group_hash(label_, *transport_),
                                         .dtype = static_cast<std::uint32_t>(dtype)});
         }
-        body(c);
+        {
+          const CpuTermScope copies(CpuTerm::collective_copies);
+          body(c);
+        }
         ledger_->record(label_, kind, algorithmic_bytes(kind, payload_bytes, size()),
                         transport_->now_s() - t0);
       });

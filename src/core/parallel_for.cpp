@@ -7,6 +7,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/cpu_terms.hpp"
 #include "core/error.hpp"
 
 namespace tz {
@@ -122,7 +123,16 @@ void parallel_for(std::size_t n, std::size_t grain, const std::function<void(std
     if (n > 0) fn(0, n);
     return;
   }
-  pool().run(n, grain, fn);
+  // The chunks' CPU time is the caller's, under its term, whichever worker runs them.
+  const CpuContext caller = capture_cpu_context();
+  if (caller.counters == nullptr) {
+    pool().run(n, grain, fn);
+    return;
+  }
+  pool().run(n, grain, [&](std::size_t begin, std::size_t end) {
+    const CpuContextScope charged(caller);
+    fn(begin, end);
+  });
 }
 
 }  // namespace tz

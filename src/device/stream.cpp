@@ -1,6 +1,8 @@
 // In-order task queue with a progress thread and waiting threads that help (stream.hpp).
 #include "device/stream.hpp"
 
+#include "core/cpu_terms.hpp"
+
 namespace tz {
 
 Stream::Stream(StreamProgress progress) {
@@ -12,6 +14,12 @@ Stream::~Stream() {
 }
 
 std::uint64_t Stream::enqueue(std::function<void()> task) {
+  // The task's CPU time is the issuing rank's, whichever thread runs it (core/cpu_terms.hpp).
+  if (const CpuContext issuer = capture_cpu_context(); issuer.counters != nullptr)
+    task = [counters = issuer.counters->weak_from_this().lock(), run = std::move(task)] {
+      const CpuCountersBinding bound(counters.get(), CpuTerm::other);
+      run();
+    };
   std::uint64_t ticket = 0;
   {
     std::lock_guard lock(mu_);

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <utility>
 
+#include "core/cpu_terms.hpp"
 #include "core/error.hpp"
 #include "core/timing.hpp"
 #include "device/host_stream.hpp"
@@ -107,6 +108,7 @@ void EngineParamSource::wait_refresh(int range) {
   if (in_backward_ || !weights_ready_) return;
   const Work& w = (*weights_ready_)[range];
   if (w.done()) return;
+  const CpuWaitScope waiting;
   const auto t0 = std::chrono::steady_clock::now();
   Work(w).wait();
   exposed_refresh_s_ += seconds_since(t0);
@@ -115,14 +117,18 @@ void EngineParamSource::wait_refresh(int range) {
 void EngineParamSource::wait_gather(int pos) {
   const Acquisition& a = (in_backward_ ? backward_ : forward_)[pos];
   wait_refresh(a.range);  // the gather started behind it: time the two waits apart
-  const auto t0 = std::chrono::steady_clock::now();
-  ring_work_[a.buffer].wait();
-  exposed_gather_s_ += seconds_since(t0);
+  {
+    const CpuWaitScope waiting;
+    const auto t0 = std::chrono::steady_clock::now();
+    ring_work_[a.buffer].wait();
+    exposed_gather_s_ += seconds_since(t0);
+  }
   nonfinite_blocks_ += ring_stats_[a.buffer].nonfinite_blocks;
   ring_stats_[a.buffer] = {};
 }
 
 AcquiredParams EngineParamSource::acquire_params(int range) {
+  const CpuTermScope engine_work(CpuTerm::other);  // not the model's: it calls in from its forward
   const auto& pass = in_backward_ ? backward_ : forward_;
   TZ_CHECK(cursor_ < pass.size(), "acquisition {} of a {}-acquisition {} pass", cursor_, pass.size(),
            in_backward_ ? "backward" : "forward");
@@ -139,6 +145,7 @@ AcquiredParams EngineParamSource::acquire_params(int range) {
     if (!in_backward_ && layout_.plan().has_secondary_weights()) {
       // hpZ: keep this rank's secondary shard of the weights just gathered.
       const ShardSpan sp = state_.span(ModelState::w_bwd, range);
+      const CpuTermScope packing(CpuTerm::packing);
       copy_on_device(state_.w_bwd().at(state_.local(ModelState::w_bwd, range)),
                      src + sp.offset * dtype_bytes(dtype_), sp.numel * dtype_bytes(dtype_));
     }
@@ -150,6 +157,7 @@ AcquiredParams EngineParamSource::acquire_params(int range) {
   if (dtype_ == DType::f32) return {device_cast<const float>(src).address()};
   // bf16: the model reads the weight matrices from the gathered range itself; widen the rest.
   const DevicePtr<const bf16> h = device_cast<const bf16>(src);
+  const CpuTermScope widening(CpuTerm::narrowing);
   for (const Run& run : fp32_runs_[range])
     kernels().widen_from_bf16(compute_.at(run.offset), h + run.offset, run.numel);
   return {compute_.data().address(), h.address()};
@@ -184,6 +192,7 @@ EngineParamSource::GradSlot& EngineParamSource::free_slot() {
 }
 
 float* EngineParamSource::grad_buffer(int range) {
+  const CpuTermScope engine_work(CpuTerm::other);
   if (layout_.shard_count(ModelState::grad) == 1)
     return state_.grad().at(state_.local(ModelState::grad, range)).address();  // replicated G: in place
   for (auto& s : slots_)
@@ -197,6 +206,7 @@ float* EngineParamSource::grad_buffer(int range) {
 }
 
 void EngineParamSource::grads_ready(int range) {
+  const CpuTermScope engine_work(CpuTerm::other);
   const bool poison =
       poison_ && params_.range(range).numel > 0 && (poison_range_ < 0 || poison_range_ == range);
   if (poison) poison_ = false;
@@ -216,7 +226,10 @@ void EngineParamSource::grads_ready(int range) {
     // Narrow, and clear the fp32 buffer for its next range while each piece is still in cache (one
     // pass over it instead of a second one in grad_buffer).
     const std::size_t n = layout_.padded_numel(range);
-    kernels().narrow_and_clear(device_cast<bf16>(slot->send.at(0)), slot->full.data(), n);
+    {
+      const CpuTermScope narrowing(CpuTerm::narrowing);
+      kernels().narrow_and_clear(device_cast<bf16>(slot->send.at(0)), slot->full.data(), n);
+    }
     // Only a buffer whose last use never reached here (a backward that threw) can hold more.
     if (slot->dirty_numel > n)
       state_.backend().fill_bytes(slot->full.at(n).address(), 0, (slot->dirty_numel - n) * sizeof(float));
@@ -232,14 +245,22 @@ void EngineParamSource::grads_ready(int range) {
   const DType shard_dtype = slot->shard.dtype();
   Kernels* k = &kernels();
   slot->work = host_stream(HostLane::gradients)
-                   .enqueue([=] { k->accumulate(g, shard, count, shard_dtype); }, {reduced});
+                   .enqueue(
+                       [=] {
+                         const CpuTermScope accumulating(CpuTerm::grad_accumulate);
+                         k->accumulate(g, shard, count, shard_dtype);
+                       },
+                       {reduced});
   slot->in_flight = true;
   in_flight_.push_back(slot);
   if (last_) on_grad_final_(range, slot->work);
 }
 
 void EngineParamSource::complete(GradSlot& slot) {
-  slot.work.wait();
+  {
+    const CpuWaitScope waiting;
+    slot.work.wait();
+  }
   nonfinite_blocks_ += slot.stats.nonfinite_blocks;
   slot.stats = {};
   slot.range = -1;

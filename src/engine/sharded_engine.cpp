@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 
+#include "core/cpu_terms.hpp"
 #include "core/error.hpp"
 #include "engine/decay_segments.hpp"
 #include "model/flops.hpp"
@@ -99,6 +100,8 @@ void ShardedEngine::start_boundary_reduce(int r, const Work& ready) {
 }
 
 EngineStep ShardedEngine::step(const BatchFn& next_batch) {
+  // This thread's CPU time, and that of the work it hands to other threads, is this rank's.
+  const CpuCountersBinding bound(cpu_counters_.get(), CpuTerm::other);
   const auto t0 = std::chrono::steady_clock::now();
   const double exposed0 = source_->exposed_gather_seconds();
   const double refresh0 = source_->exposed_refresh_seconds();
@@ -115,7 +118,10 @@ EngineStep ShardedEngine::step(const BatchFn& next_batch) {
     issuer_->set_micro_batch(k);
     next_batch(inputs_.data(), targets_.data());
     source_->begin_forward(refresh_work_);  // done after the first micro-batch
-    local_loss += model_.forward(*source_, inputs_.data(), targets_.data());
+    {
+      const CpuTermScope compute(CpuTerm::model);
+      local_loss += model_.forward(*source_, inputs_.data(), targets_.data());
+    }
     if (last) {
       // The step's loss is known: sum it while the backward runs (its finiteness is voted on at the
       // boundary).
@@ -130,7 +136,10 @@ EngineStep ShardedEngine::step(const BatchFn& next_batch) {
         source_->poison_next_gradient(options_.inject_grad_value, options_.inject_grad_range);
     }
     source_->begin_backward(last);
-    model_.backward(*source_, grad_scale);
+    {
+      const CpuTermScope compute(CpuTerm::model);
+      model_.backward(*source_, grad_scale);
+    }
     compute_end = std::chrono::steady_clock::now();
     source_->finish_backward();
   }
@@ -157,6 +166,10 @@ EngineStep ShardedEngine::step(const BatchFn& next_batch) {
   ledger_ = now;
   out.issued = issuer_->take_trace();
   out.executed = trace_->take();
+  // Work of this step still on other threads (the weight refresh) lands in the next step's figures.
+  const CpuTermSeconds cpu_now = cpu_counters_->totals();
+  out.cpu = cpu_now - cpu_at_last_step_;
+  cpu_at_last_step_ = cpu_now;
   return out;
 }
 
@@ -205,15 +218,22 @@ void ShardedEngine::boundary(EngineStep& out, std::size_t quant_blocks) {
   std::vector<double> range_sumsq(R, 0.0);
   trace_->boundary(StepOp::backward_done);
   for (int r = 0; r < R; ++r) {
-    boundary_work_[r].wait();
+    {
+      const CpuWaitScope waiting;
+      boundary_work_[r].wait();
+    }
     boundary_work_[r] = Work();
+    const CpuTermScope norm(CpuTerm::optimizer);
     range_sumsq[r] = kernels().sum_of_squares(o_grad(r), S.span(ModelState::optim, r).numel);
   }
   double sumsq = 0;
   for (double x : range_sumsq) sumsq += x;
   const DevicePtr<double> norm = scalars_.at(kNormSlot);
   upload(norm, &sumsq, 1);
-  issuer_->issue(CollectivePurpose::grad_norm, -1, norm.address(), norm.address()).wait();
+  {
+    const CpuWaitScope waiting;
+    issuer_->issue(CollectivePurpose::grad_norm, -1, norm.address(), norm.address()).wait();
+  }
   download(&sumsq, norm, 1);
   out.grad_norm = std::sqrt(sumsq);
   out.lr = lr_at(options_.schedule, step_ - skipped_);
@@ -252,13 +272,17 @@ void ShardedEngine::boundary(EngineStep& out, std::size_t quant_blocks) {
       const ShardSpan o = S.span(ModelState::optim, r);
       if (o.valid_numel == 0) continue;
       const std::size_t at = S.local(ModelState::optim, r);
+      const CpuTermScope check(CpuTerm::optimizer);
       vote[3] += static_cast<double>(
           kernels().adamw_nonfinite_count(S.master().at(at), o_grad(r), S.adam_m().at(at), S.adam_v().at(at),
                                           segments_of(r), o.valid_numel, adam_step, hp, clip));
     }
   const DevicePtr<double> votes = scalars_.at(kVoteSlot);
   upload(votes, vote.data(), vote.size());
-  issuer_->issue(CollectivePurpose::nonfinite_flag, -1, votes.address(), votes.address()).wait();
+  {
+    const CpuWaitScope waiting;
+    issuer_->issue(CollectivePurpose::nonfinite_flag, -1, votes.address(), votes.address()).wait();
+  }
   download(vote.data(), votes, vote.size());
   out.nonfinite = {.loss_ranks = static_cast<std::uint64_t>(vote[0]),
                    .grad_ranks = static_cast<std::uint64_t>(vote[1]),
@@ -274,13 +298,22 @@ void ShardedEngine::boundary(EngineStep& out, std::size_t quant_blocks) {
       const ShardSpan o = S.span(ModelState::optim, r), w = S.span(ModelState::w_fwd, r);
       const std::size_t at = S.local(ModelState::optim, r);
       trace_->boundary(StepOp::adamw, r);
-      if (o.valid_numel > 0)
+      if (o.valid_numel > 0) {
+        const CpuTermScope update(CpuTerm::optimizer);
         bound.merge(kernels().adamw_update(S.master().at(at), o_grad(r), S.adam_m().at(at), S.adam_v().at(at),
                                            segments_of(r), o.valid_numel, adam_step, hp, clip));
+      }
       // Refresh W from the new master weights at once: gather over (tW, tO] (left in flight for the
       // next forward), or slice when W is no coarser than O.
-      refresh_work_[r].wait();  // the previous refresh read this range's buffer (long done)
-      to_compute_dtype(refresh_.at(at), dtype, S.master().at(at), o.numel);
+      {
+        const CpuWaitScope waiting;
+        refresh_work_[r].wait();  // the previous refresh read this range's buffer (long done)
+      }
+      {
+        // In bf16 a narrowing; in fp32 a copy of the range into the refresh buffer.
+        const CpuTermScope converting(dtype == DType::f32 ? CpuTerm::packing : CpuTerm::narrowing);
+        to_compute_dtype(refresh_.at(at), dtype, S.master().at(at), o.numel);
+      }
       const DevicePtr<std::byte> dst = S.w_fwd().at(S.local(ModelState::w_fwd, r));
       const DevicePtr<const std::byte> src = refresh_.at(at);
       if (gathered) {
@@ -288,6 +321,7 @@ void ShardedEngine::boundary(EngineStep& out, std::size_t quant_blocks) {
       } else {
         TZ_CHECK(w.offset >= o.offset && w.offset + w.numel <= o.offset + o.numel,
                  "W shard of range {} outside its O shard", r);
+        const CpuTermScope packing(CpuTerm::packing);
         copy_on_device(dst, src + (w.offset - o.offset) * dtype_bytes(dtype), w.numel * dtype_bytes(dtype));
       }
     }
@@ -297,7 +331,10 @@ void ShardedEngine::boundary(EngineStep& out, std::size_t quant_blocks) {
   }
   S.backend().fill_bytes(S.grad().data().address(), 0, S.grad().bytes());
 
-  loss_work_.wait();
+  {
+    const CpuWaitScope waiting;
+    loss_work_.wait();
+  }
   double loss_sum = 0;
   download(&loss_sum, scalars_.at(kLossSlot), 1);
   out.loss = static_cast<float>(loss_sum / mesh_.world().size());

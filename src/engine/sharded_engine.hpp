@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "comm/mesh.hpp"
+#include "core/cpu_terms.hpp"
 #include "data/batch_fn.hpp"
 #include "device/adamw_args.hpp"
 #include "device/kernels.hpp"
@@ -116,6 +117,11 @@ struct EngineStep {
   std::vector<IssuedCollective> issued;  // in issue order, with EngineOptions::trace_collectives
   // The step graph's nodes in the order this rank ran them (StepTrace), with trace_collectives.
   std::vector<int> executed;
+  // This rank's CPU time by term since the previous step ended (core/cpu_terms.hpp): its thread's,
+  // and that of the work it handed to other threads (collectives, host tasks, kernel-pool chunks)
+  // that ran since; the weight refresh a step leaves in flight lands in the next step. The wait
+  // term's wall time is cpu.wait_wall_s. docs/engine.md "What the engine adds".
+  CpuTermSeconds cpu;
 };
 
 // Bytes this rank allocated, by kind (the memory plan predicts the state part exactly).
@@ -221,6 +227,10 @@ class ShardedEngine {
   // The traffic ledger when the last step ended: a step reports what completed since (so every
   // collective lands in exactly one step, a refresh in the step after the one that issued it).
   TrafficSnapshot ledger_;
+  // This rank's CPU time by term (shared with the threads that run its work), and its totals when
+  // the last step ended.
+  std::shared_ptr<CpuTermCounters> cpu_counters_ = std::make_shared<CpuTermCounters>();
+  CpuTermSeconds cpu_at_last_step_;
 };
 
 }  // namespace tz

@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/cpu_terms.hpp"
 #include "core/error.hpp"
 #include "device/cpu/block_quantize.hpp"
 #include "device/host_stream.hpp"
@@ -89,6 +90,7 @@ Work qgz_reduce_scatter(Mesh& mesh, const CollectiveRequest& request, const Coll
   // Quantizes the f slices of `slice` elements of `in` into `send`, each on its own.
   auto quantize_slices = [opts, stats, k](DevicePtr<const float> in, std::size_t slice, int f,
                                           std::size_t qbytes, DevicePtr<std::byte> send) {
+    const CpuTermScope charged(CpuTerm::quantization);
     for (int j = 0; j < f; ++j) {
       const QuantStats st = k->quantize(device_cast<std::uint8_t>(send + j * qbytes),
                                         as_bytes(in + j * slice), slice, DType::f32, opts);
@@ -98,6 +100,7 @@ Work qgz_reduce_scatter(Mesh& mesh, const CollectiveRequest& request, const Coll
   // Sums the f received slices of `slice` elements into `out`, in peer order, in fp32.
   auto sum_slices = [opts, k, &dev](DevicePtr<const std::byte> recv, std::size_t slice, int f,
                                     std::size_t qbytes, DevicePtr<float> out) {
+    const CpuTermScope charged(CpuTerm::quantization);
     dev.fill_bytes(out.address(), 0, slice * sizeof(float));
     for (int j = 0; j < f; ++j)
       k->dequantize_add(out, device_cast<const std::uint8_t>(recv + j * qbytes), slice, opts);

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <utility>
 
+#include "core/cpu_terms.hpp"
 #include "core/error.hpp"
 #include "device/cpu/block_quantize.hpp"
 #include "device/host_stream.hpp"
@@ -49,6 +50,7 @@ Work quantized_gather(Backend& dev, int group, Communicator* first, const void* 
   const DevicePtr<std::byte> y(&dev, static_cast<std::byte*>(full));
   Work quantized = host.enqueue(
       [=, &dev] {
+        const CpuTermScope charged(CpuTerm::quantization);
         const QuantStats st =
             dev.kernels().quantize(device_cast<std::uint8_t>(local->data()), x, count, dtype, opts);
         if (stats) *stats += st;
@@ -63,6 +65,7 @@ Work quantized_gather(Backend& dev, int group, Communicator* first, const void* 
   }
   return host.enqueue(
       [=, &dev] {
+        const CpuTermScope charged(CpuTerm::quantization);
         const std::size_t shard_bytes = count * dtype_bytes(dtype);
         const DevicePtr<const std::uint8_t> codes =
             device_cast<const std::uint8_t>(std::as_const(*gathered).data());

@@ -72,6 +72,10 @@ std::vector<TrainStep> run_training(Mesh& mesh, ShardedEngine& engine, const Tra
   steps.reserve(static_cast<std::size_t>(std::max(0, run.steps - engine.steps_done())));
   Communicator& world = mesh.world();
   std::vector<double> times(static_cast<std::size_t>(world.size()));
+  // Per rank and step, gathered in one call: the step's seconds, its CPU time by term, its wait
+  // wall time.
+  constexpr std::size_t kPerRank = 2 + kCpuTermCount;
+  std::vector<double> mine(kPerRank), gathered(kPerRank * times.size());
   const int first = engine.steps_done();
   auto maybe_eval = [&](int done) {
     if (!hooks.eval) return;
@@ -93,7 +97,17 @@ std::vector<TrainStep> run_training(Mesh& mesh, ShardedEngine& engine, const Tra
   while (engine.steps_done() < run.steps) {
     TrainStep t;
     t.engine = engine.step(next_batch);
-    world.all_gather(&t.engine.seconds, times.data(), sizeof(double), DType::u8).wait();
+    mine[0] = t.engine.seconds;
+    std::copy(t.engine.cpu.cpu_s.begin(), t.engine.cpu.cpu_s.end(), mine.begin() + 1);
+    mine[kPerRank - 1] = t.engine.cpu.wait_wall_s;
+    world.all_gather(mine.data(), gathered.data(), kPerRank * sizeof(double), DType::u8).wait();
+    t.cpu_by_rank.resize(times.size());
+    for (std::size_t r = 0; r < times.size(); ++r) {
+      const double* g = gathered.data() + r * kPerRank;
+      times[r] = g[0];
+      std::copy(g + 1, g + 1 + kCpuTermCount, t.cpu_by_rank[r].cpu_s.begin());
+      t.cpu_by_rank[r].wait_wall_s = g[kPerRank - 1];
+    }
     t.min_step_s = *std::min_element(times.begin(), times.end());
     t.max_step_s = *std::max_element(times.begin(), times.end());
     steps.push_back(std::move(t));

@@ -36,6 +36,7 @@ struct TrainStep {
   EngineStep engine;
   double min_step_s = 0;
   double max_step_s = 0;
+  std::vector<CpuTermSeconds> cpu_by_rank;  // every rank's EngineStep::cpu, by rank
 };
 
 // Evaluation between steps: `batches` micro-batches of the validation stream, from its start every
