@@ -16,18 +16,23 @@
 //                 the segment; mpirun then kills the ranks waiting in set-up with the name still
 //                 linked, and check_no_shm_left.sh checks that their termination unlinked it.
 // The closed-form checks run three times: on the shared-memory collectives, on the transport's
-// algorithms (ring, pairwise, tree), and on the shared-memory ones under injected delays.
+// algorithms (ring, pairwise, tree), and on the shared-memory ones under injected delays. The
+// pair-ring all-to-all also runs directly over the job's processes, with uneven and empty blocks.
 #include <fmt/format.h>
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "comm/algorithms.hpp"
 #include "comm/mesh.hpp"
+#include "comm/shared_arena.hpp"
+#include "comm/transport/mpi_transport.hpp"
 #include "comm/transport/mpi_world.hpp"
 #include "core/bf16.hpp"
 #include "core/error.hpp"
@@ -97,6 +102,47 @@ void check_world(Communicator& comm) {
   float expected = 0;
   for (int q = r % 2; q < p; q += 2) expected += float(q);
   EXPECT(v == expected, "split all_reduce rank {}: {} vs {}", r, v, expected);
+}
+
+// The pair-ring all-to-all between this job's processes (one host) over 256-byte staging buffers:
+// uneven blocks, about one in four empty, several times a ring long; several calls in a row and
+// one after a round-based all-to-all on the same arena. Each block must equal what its sender wrote.
+void check_pair_rings_uneven() {
+  MPI_Comm dup = MPI_COMM_NULL;
+  MPI_Comm_dup(MPI_COMM_WORLD, &dup);
+  auto transport = make_mpi_transport(dup);
+  Workspace ws;
+  Collective c(*transport, ws, "all_to_all", "pair-rings", 1, 60, 1 << 20);
+  const int p = c.size(), r = c.rank();
+  auto arena = SharedArena::open(c, 256, false, p);
+  EXPECT(arena != nullptr, "rank {}: no arena", r);
+  if (arena == nullptr) return;
+  auto bytes = [](int i, int j, int rep) -> std::size_t {
+    return (3 * i + j + rep) % 4 == 0 ? 0 : static_cast<std::size_t>(i * 131 + j * 17 + rep * 59) % 1500;
+  };
+  auto value = [](int from, int to, std::size_t k, int rep) {
+    return static_cast<unsigned char>(from * 31 + to * 71 + k * 13 + rep * 5 + k / 256);
+  };
+  for (int rep = 0; rep < 6; ++rep) {
+    std::vector<std::size_t> so(p + 1, 0), ro(p + 1, 0);
+    std::size_t largest = 0;
+    for (int j = 0; j < p; ++j) {
+      so[j + 1] = so[j] + bytes(r, j, rep);
+      ro[j + 1] = ro[j] + bytes(j, r, rep);
+      for (int i = 0; i < p; ++i) largest = std::max(largest, bytes(i, j, rep));
+    }
+    std::vector<std::byte> send(so[p]), recv(ro[p], std::byte{0xEE});
+    for (int j = 0; j < p; ++j)
+      for (std::size_t k = 0; k < so[j + 1] - so[j]; ++k) send[so[j] + k] = std::byte(value(r, j, k, rep));
+    if (rep == 3) all_to_all_shared(c, *arena, send.data(), so, recv.data(), ro, largest);
+    all_to_all_pair_rings(c, *arena, send.data(), so, recv.data(), ro);
+    for (int i = 0; i < p; ++i)
+      for (std::size_t k = 0; k < ro[i + 1] - ro[i]; ++k)
+        if (recv[ro[i] + k] != std::byte(value(i, r, k, rep))) {
+          EXPECT(false, "pair-ring all_to_all rank {} from {} byte {} rep {}", r, i, k, rep);
+          return;
+        }
+  }
 }
 
 void check_mesh(const Topology& topo, std::unique_ptr<Communicator> world) {
@@ -208,6 +254,7 @@ int run(int argc, char** argv) {
   EXPECT(world->split(world->rank() % 2, world->rank(), "half")->options().ranks_on_host == world->size(),
          "a split's ranks_on_host");
   check_world(*world);
+  check_pair_rings_uneven();
   CommOptions transport = opts;
   transport.shared_memory_all_gather = transport.shared_memory_all_to_all =
       transport.shared_memory_broadcast = transport.shared_memory_reduce_scatter = false;
