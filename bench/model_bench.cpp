@@ -10,9 +10,12 @@
 //   --gemm     tierzero's own gemm (model/gemm.hpp) on the same shape
 //   --memcpy   memcpy of 64 MiB (GB/s counting bytes read + written), split over the threads
 //   --profile  the step, plus each layer's share (forward and backward) and the optimizer's
+//   --unfused  (with a step or --profile) GELU and the residual adds as separate passes instead of in the
+//              products' epilogues (GptOptions::fuse_epilogues): the A/B of that fusion in one binary
 // bench/run_model_bench.sh runs it beside bench/torch_gpt.py (which reads the same model files).
 //   tz_model_bench --model PRESET|FILE --batch B --seq T [--threads N] [--steps S] [--warmup W]
-//                  [--recompute] [--isa portable|avx2|avx512] [--sgemm | --gemm | --memcpy | --profile]
+//                  [--recompute] [--unfused] [--isa portable|avx2|avx512] [--sgemm | --gemm | --memcpy |
+//                  --profile]
 #include <cblas.h>
 #include <fmt/format.h>
 
@@ -82,7 +85,7 @@ Timing median_seconds(int warmup, int runs, F&& f) {
 int main(int argc, char** argv) {
   std::string model_name = "gpt-tiny", mode = "step", isa;
   int threads = 1, steps = 10, warmup = 2, B = 8, T = 128;
-  bool recompute = false;
+  bool recompute = false, unfused = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto next = [&] { return i + 1 < argc ? std::string(argv[++i]) : std::string(); };
@@ -107,6 +110,8 @@ int main(int argc, char** argv) {
       warmup = next_int();
     else if (a == "--recompute")
       recompute = true;
+    else if (a == "--unfused")
+      unfused = true;
     else if (a == "--isa")
       isa = next();
     else if (a == "--sgemm" || a == "--gemm" || a == "--memcpy" || a == "--profile")
@@ -114,7 +119,8 @@ int main(int argc, char** argv) {
     else {
       fmt::print(stderr,
                  "usage: tz_model_bench --model PRESET|FILE --batch B --seq T [--threads N] [--steps S] "
-                 "[--warmup W] [--recompute] [--isa portable|avx2|avx512] [--sgemm | --gemm | --memcpy | "
+                 "[--warmup W] [--recompute] [--unfused] [--isa portable|avx2|avx512] [--sgemm | --gemm | "
+                 "--memcpy | "
                  "--profile]\n");
       return 2;
     }
@@ -198,6 +204,7 @@ int main(int argc, char** argv) {
   opt.threads = threads;
   opt.recompute = recompute;
   opt.profile = mode == "profile";
+  opt.fuse_epilogues = !unfused;
   opt.schedule = {.max_lr = 1e-4f, .min_lr = 1e-4f, .warmup_steps = 0, .decay_steps = 1};
   tz::SingleTrainer trainer(model, opt);
   std::mt19937 gen(1);

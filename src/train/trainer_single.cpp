@@ -16,7 +16,10 @@ namespace tz {
 SingleTrainer::SingleTrainer(const GptConfig& config, const TrainOptions& options)
     : options_(options),
       model_(config, options.batch, options.seq,
-             {.threads = options.threads, .recompute = options.recompute, .profile = options.profile}) {
+             {.threads = options.threads,
+              .recompute = options.recompute,
+              .profile = options.profile,
+              .fuse_epilogues = options.fuse_epilogues}) {
   if (options.grad_accum < 1)
     fail_input("train: gradient_accumulation_steps must be >= 1, got {}", options.grad_accum);
   const std::size_t n = model_.layout().total_numel();
