@@ -7,8 +7,10 @@
 //      its rows of op(A) for one KC slice into MR-high panels (adding the row sums if asked), then runs
 //      the micro-kernel over every (MR, NR) tile of its rows: C is read and written once per slice.
 // Bytes: op(B) is read once and packed once; op(A) is read and packed once per NC block; C moves
-// ceil(K / KC) times. An epilogue (gemm_args.hpp) runs on each tile right after its last slice, on
-// rows of at most NR floats still in L1, so it costs no pass over memory of its own. Every C element is
+// ceil(K / KC) times. An epilogue (gemm_args.hpp) runs on each task's block of C (at most kMc rows of
+// kNc columns) right after its last slice, while the block is still in L2, row by row in long runs
+// (per MR x NR tile, the operand's rows a whole row apart thrash the L1 sets and defeat the hardware
+// prefetchers), so it costs no pass over memory for C. Every C element is
 // summed by one task over the slices in order, so the result is the same for any thread count. Scratch
 // buffers are kept per thread across calls.
 #include "device/cpu/gemm.hpp"
@@ -419,9 +421,9 @@ void gemm(const GemmArgs& g) {
                     __builtin_prefetch(c + NR - 1, 1);
                   }
                 kern.tile(kc, Ap + static_cast<std::size_t>(m - m_begin) * kc, Bpan, tile);
-                if (last) apply_epilogue(g, m, tile.m, n, tile.n);
               }
             }
+            if (last) apply_epilogue(g, m_begin, m_end - m_begin, n0, nc);
           }
         }
       });
