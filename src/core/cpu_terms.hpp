@@ -46,7 +46,7 @@ struct CpuTermSeconds {
 
 // One rank's counters; safe to add to from any thread. Owned by a shared_ptr, so that work running
 // on another thread keeps them alive until it has charged its last moment (it may finish after
-// the rank has stopped waiting for it).
+// the rank has stopped waiting for it); counters owned otherwise are not charged for such work.
 class CpuTermCounters : public std::enable_shared_from_this<CpuTermCounters> {
  public:
   void add_cpu_ns(CpuTerm term, std::int64_t ns) {

@@ -85,6 +85,19 @@ TEST_F(TrainSamplePlot, EndToEnd) {
     for (const char* k : {"loss", "lr", "grad_norm", "bytes_per_tier", "seconds_per_tier", "bytes_per_kind",
                           "collectives_by_kind"})
       EXPECT_TRUE(j.contains(k)) << k;
+    // CPU time by term: every term, adding up to cpu_s, and every rank's (one here).
+    double cpu_sum = 0;
+    for (const char* k : {"model", "packing", "narrowing", "collective_copies", "quantization",
+                          "grad_accumulate", "collective_wait", "optimizer", "other"}) {
+      ASSERT_TRUE(j["cpu_s_per_term"].contains(k)) << k;
+      EXPECT_GE(j["cpu_s_per_term"][k].get<double>(), 0.0) << k;
+      cpu_sum += j["cpu_s_per_term"][k].get<double>();
+    }
+    EXPECT_NEAR(j["cpu_s"].get<double>(), cpu_sum, 1e-12);
+    EXPECT_GT(j["cpu_s_per_term"]["model"].get<double>(), 0.0);
+    EXPECT_GE(j["wait_wall_s"].get<double>(), 0.0);
+    ASSERT_EQ(j["cpu_s_per_term_by_rank"].size(), j["world_size"].get<std::size_t>());
+    EXPECT_EQ(j["cpu_s_per_term_by_rank"][0]["model"], j["cpu_s_per_term"]["model"]);
   }
   EXPECT_EQ(step_steps, (std::vector<int>{1, 2, 3, 4, 5, 6, 7}));
   EXPECT_EQ(eval_steps, (std::vector<int>{0, 3, 6, 7}));
