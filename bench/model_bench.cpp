@@ -10,11 +10,11 @@
 //   --gemm     tierzero's own gemm (model/gemm.hpp) on the same shape
 //   --memcpy   memcpy of 64 MiB (GB/s counting bytes read + written), split over the threads
 //   --profile  the step, plus each layer's share (forward and backward) and the optimizer's
-//   --unfused  (with a step or --profile) GELU and the residual adds as separate passes instead of in the
-//              products' epilogues (GptOptions::fuse_epilogues): the A/B of that fusion in one binary
+//   --fused    (with a step or --profile) GELU and the residual adds in the products' epilogues instead
+//              of separate passes (GptOptions::fuse_epilogues): the A/B of that fusion in one binary
 // bench/run_model_bench.sh runs it beside bench/torch_gpt.py (which reads the same model files).
 //   tz_model_bench --model PRESET|FILE --batch B --seq T [--threads N] [--steps S] [--warmup W]
-//                  [--recompute] [--unfused] [--isa portable|avx2|avx512] [--sgemm | --gemm | --memcpy |
+//                  [--recompute] [--fused] [--isa portable|avx2|avx512] [--sgemm | --gemm | --memcpy |
 //                  --profile]
 #include <cblas.h>
 #include <fmt/format.h>
@@ -85,7 +85,7 @@ Timing median_seconds(int warmup, int runs, F&& f) {
 int main(int argc, char** argv) {
   std::string model_name = "gpt-tiny", mode = "step", isa;
   int threads = 1, steps = 10, warmup = 2, B = 8, T = 128;
-  bool recompute = false, unfused = false;
+  bool recompute = false, fused = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto next = [&] { return i + 1 < argc ? std::string(argv[++i]) : std::string(); };
@@ -110,8 +110,8 @@ int main(int argc, char** argv) {
       warmup = next_int();
     else if (a == "--recompute")
       recompute = true;
-    else if (a == "--unfused")
-      unfused = true;
+    else if (a == "--fused")
+      fused = true;
     else if (a == "--isa")
       isa = next();
     else if (a == "--sgemm" || a == "--gemm" || a == "--memcpy" || a == "--profile")
@@ -119,7 +119,7 @@ int main(int argc, char** argv) {
     else {
       fmt::print(stderr,
                  "usage: tz_model_bench --model PRESET|FILE --batch B --seq T [--threads N] [--steps S] "
-                 "[--warmup W] [--recompute] [--unfused] [--isa portable|avx2|avx512] [--sgemm | --gemm | "
+                 "[--warmup W] [--recompute] [--fused] [--isa portable|avx2|avx512] [--sgemm | --gemm | "
                  "--memcpy | "
                  "--profile]\n");
       return 2;
@@ -204,7 +204,7 @@ int main(int argc, char** argv) {
   opt.threads = threads;
   opt.recompute = recompute;
   opt.profile = mode == "profile";
-  opt.fuse_epilogues = !unfused;
+  opt.fuse_epilogues = fused;
   opt.schedule = {.max_lr = 1e-4f, .min_lr = 1e-4f, .warmup_steps = 0, .decay_steps = 1};
   tz::SingleTrainer trainer(model, opt);
   std::mt19937 gen(1);

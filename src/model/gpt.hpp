@@ -32,9 +32,11 @@ struct GptOptions {
   bool recompute = false;               // activation recomputation per block
   bool profile = false;                 // sum each layer's wall time into profile() (layer_profile.hpp)
   // GELU and the residual adds in the epilogues of the products beside them (device/kernels.hpp's
-  // matmul_gelu_* and matmul_residual_forward): bitwise the same step, fewer passes over memory; false
-  // runs the separate kernels (the reference the tests compare against).
-  bool fuse_epilogues = true;
+  // matmul_gelu_* and matmul_residual_forward): bitwise the same step with fewer passes over memory.
+  // Off by default: on the 2-core AVX-512 machine it was measured 1-3% slower per step than the
+  // separate kernels (docs/model.md), the GELU's arithmetic costing more inside the product's blocks
+  // than the pass it saves, whose data the product had just left in the last-level cache.
+  bool fuse_epilogues = false;
 };
 
 class Gpt {

@@ -31,8 +31,8 @@ struct TrainOptions {
   std::uint64_t seed = 1337;  // initialisation (gpt2_init) and data order
   int threads = 1;
   bool recompute = false;
-  bool profile = false;        // the model sums its layer times (model().profile())
-  bool fuse_epilogues = true;  // GptOptions::fuse_epilogues (false: the separate elementwise kernels)
+  bool profile = false;         // the model sums its layer times (model().profile())
+  bool fuse_epilogues = false;  // GptOptions::fuse_epilogues (off by default, as there)
 };
 
 struct StepRecord {
