@@ -18,3 +18,29 @@ add_test(NAME cluster_mpi_train_2x2 COMMAND ${TZ_CLUSTER_TRAIN} 2 2 ${TZ_CLUSTER
 add_test(NAME cluster_mpi_train_4x2 COMMAND ${TZ_CLUSTER_TRAIN} 4 2 ${TZ_CLUSTER_DIR}/4x2 zero3 zeropp three-level)
 set_tests_properties(cluster_up_down cluster_shaped_bandwidth cluster_mpi_train_2x2 cluster_mpi_train_4x2 PROPERTIES
   LABELS "cluster;mpi" TIMEOUT 300 RESOURCE_LOCK tzc_testbed SKIP_RETURN_CODE 77 PASS_REGULAR_EXPRESSION "(^|\n)PASS")
+# tierzero under Slurm: a local Slurm of the test's own (scripts/slurm.sh: munged, slurmctld, one slurmd
+# in each of 2 testbed hosts), 4 ranks under `srun --mpi=pmix`: hostnames, bitwise against mpirun,
+# `scancel --signal=TERM` saving the stopped step, `--resume` under srun. Skipped (77) where Slurm or
+# munge is not installed.
+add_test(NAME cluster_slurm_train COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/slurm_train_test.sh
+         ${PROJECT_SOURCE_DIR}/scripts/slurm.sh ${TZ_CLUSTER_SH} $<TARGET_FILE:tierzero> ${Python3_EXECUTABLE}
+         ${PROJECT_SOURCE_DIR}/tests/checkpoint/compare_metrics.py ${CMAKE_CURRENT_LIST_DIR}/topology_pairs.json
+         ${TZ_CLUSTER_DIR}/slurm)
+set_tests_properties(cluster_slurm_train PROPERTIES LABELS "cluster;mpi" TIMEOUT 180 RESOURCE_LOCK tzc_testbed
+  SKIP_RETURN_CODE 77 PASS_REGULAR_EXPRESSION "(^|\n)PASS")
+# The calibration pipeline across hosts (scripts/calibrate_cluster.sh, short): bench comm across 4 hosts
+# x 2 ranks, the calibrated topology, the prediction beside the measured step of zero3 and three-level.
+add_test(NAME cluster_mpi_calibrated_prediction COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/calibrated_prediction_test.sh
+         ${PROJECT_SOURCE_DIR}/scripts/calibrate_cluster.sh $<TARGET_FILE:tierzero> ${TZ_CLUSTER_DIR}/calibrated 50)
+set_tests_properties(cluster_mpi_calibrated_prediction PROPERTIES
+  LABELS "cluster;mpi" TIMEOUT 300 RESOURCE_LOCK tzc_testbed SKIP_RETURN_CODE 77 PASS_REGULAR_EXPRESSION "(^|\n)PASS")
+# A whole host lost (kill -9, link down, SIGSTOP) while 4 hosts x 2 ranks train: the live ranks' agreed
+# line, their exit, what is left, then the resume on the 3 remaining hosts (docs/faults.md).
+foreach(fault kill link_down stop)
+  string(REPLACE "link_down" "link" arg ${fault})
+  add_test(NAME cluster_mpi_host_fault_${fault} COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/host_faults_test.sh ${TZ_CLUSTER_SH}
+           $<TARGET_FILE:tierzero> ${Python3_EXECUTABLE} ${PROJECT_SOURCE_DIR}/tests/checkpoint/compare_metrics.py
+           ${PROJECT_SOURCE_DIR}/tests/fixtures/topology_four_ranks.json ${TZ_CLUSTER_DIR}/host_fault_${fault} ${arg})
+  set_tests_properties(cluster_mpi_host_fault_${fault} PROPERTIES LABELS "cluster;mpi" TIMEOUT 300
+    RESOURCE_LOCK tzc_testbed SKIP_RETURN_CODE 77 PASS_REGULAR_EXPRESSION "(^|\n)PASS")
+endforeach()
