@@ -33,9 +33,9 @@ struct GptOptions {
   bool profile = false;                 // sum each layer's wall time into profile() (layer_profile.hpp)
   // GELU and the residual adds in the epilogues of the products beside them (device/kernels.hpp's
   // matmul_gelu_* and matmul_residual_forward): bitwise the same step with fewer passes over memory.
-  // Off by default: on the 2-core AVX-512 machine it was measured 1-3% slower per step than the
-  // separate kernels (docs/model.md), the GELU's arithmetic costing more inside the product's blocks
-  // than the pass it saves, whose data the product had just left in the last-level cache.
+  // Off by default: on a 2-core AVX-512 machine it measured no faster than the separate kernels (within
+  // +-5% noise, docs/model.md), the GELU's arithmetic costing about as much inside the product's
+  // blocks as the pass it saves, whose data the product had just left in the last-level cache.
   bool fuse_epilogues = false;
 };
 
