@@ -28,6 +28,11 @@ void FaultAgreement::add_on_verdict(std::function<void(const FaultVerdict&)> hoo
   on_verdict_.push_back(std::move(hook));
 }
 
+void FaultAgreement::set_rank_hosts(std::vector<std::string> hosts) {
+  std::lock_guard lock(mu_);
+  rank_hosts_ = std::move(hosts);
+}
+
 void FaultAgreement::install_timeout_hook() {
   // The destructor removes it again, so a recorder that outlives the agreement never calls it.
   recorder_->set_on_timeout([this](const std::string& report) { return on_timeout(report); });
@@ -83,6 +88,7 @@ void FaultAgreement::decide(std::unique_lock<std::mutex>& lock) {
   // The others decided without this rank's view: decide as they did, so every rank prints one line.
   if (late_) views[recorder_->world_rank()].reset();
   verdict_ = agree_culprit(views, deadline_s_);
+  verdict_->line = name_culprit_hosts(*verdict_, rank_hosts_);
   const FaultVerdict v = *verdict_;
   auto hooks = on_verdict_;
   cv_.notify_all();

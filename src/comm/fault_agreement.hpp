@@ -49,6 +49,9 @@ class FaultAgreement {
   void set_channel(FaultChannel* channel);
   void set_peer_probe(std::function<std::map<int, std::string>()> probe);
   void add_on_verdict(std::function<void(const FaultVerdict&)> hook);
+  // Every rank's host (by world rank), the same on every rank: a verdict then names the hosts of its
+  // culprits, and says when they are every rank of a host (a lost host).
+  void set_rank_hosts(std::vector<std::string> hosts);
   void install_timeout_hook();
 
   double deadline_s() const { return deadline_s_; }
@@ -76,6 +79,7 @@ class FaultAgreement {
   FaultChannel* channel_ = nullptr;
   std::function<std::map<int, std::string>()> probe_;
   std::vector<std::function<void(const FaultVerdict&)>> on_verdict_;
+  std::vector<std::string> rank_hosts_;
 
   mutable std::mutex mu_;
   std::condition_variable cv_;

@@ -190,4 +190,24 @@ FaultVerdict agree_culprit(const std::vector<std::optional<RankView>>& views, do
   return {{culprits.begin(), culprits.end()}, line};
 }
 
+std::string name_culprit_hosts(const FaultVerdict& verdict, const std::vector<std::string>& hosts) {
+  if (verdict.culprits.empty() || hosts.empty()) return verdict.line;
+  const int n = static_cast<int>(hosts.size());
+  std::map<std::string, std::set<int>> culprits_on, ranks_on;
+  for (int r = 0; r < n; ++r) ranks_on[hosts[r]].insert(r);
+  for (int r : verdict.culprits) {
+    if (r < 0 || r >= n) return verdict.line;
+    culprits_on[hosts[r]].insert(r);
+  }
+  std::vector<std::string> parts;
+  for (const auto& [host, ranks] : culprits_on)
+    parts.push_back(ranks == ranks_on[host] ? fmt::format("host {}: all its ranks {}", host, rank_set(ranks))
+                                            : fmt::format("host {}: {} of its ranks {}", host,
+                                                          rank_set(ranks), rank_set(ranks_on[host])));
+  const std::string head =
+      fmt::format("culprit world rank(s) {}", rank_set({verdict.culprits.begin(), verdict.culprits.end()}));
+  if (verdict.line.rfind(head, 0) != 0) return verdict.line;
+  return fmt::format("{} ({}){}", head, fmt::join(parts, "; "), verdict.line.substr(head.size()));
+}
+
 }  // namespace tz

@@ -56,4 +56,9 @@ struct FaultVerdict {
 // `views[r]` is world rank r's view, or nullopt when it did not answer within `deadline_s`.
 FaultVerdict agree_culprit(const std::vector<std::optional<RankView>>& views, double deadline_s);
 
+// The verdict's line with the hosts of its culprits inserted after the culprit set, e.g.
+// "culprit world rank(s) {4,5} (host h3: all its ranks {4,5}): ..."; `hosts[r]` is world rank r's
+// host. The line unchanged when the hosts are not known (empty, or not one per rank).
+std::string name_culprit_hosts(const FaultVerdict& verdict, const std::vector<std::string>& hosts);
+
 }  // namespace tz

@@ -99,8 +99,8 @@ wait $job 2>/dev/null
 job=""
 lines=$(grep -E "^tierzero: rank [012367]: agreed fault report" "$out/fault.log" | sed 's/^tierzero: rank [0-9]*: //' | sort -u)
 for r in 0 1 2 3 6 7; do
-  grep -q "^tierzero: rank $r: agreed fault report: culprit world rank(s) {4,5}" "$out/fault.log" ||
-    fail "rank $r did not name world ranks {4,5}"
+  grep -q "^tierzero: rank $r: agreed fault report: culprit world rank(s) {4,5} (host $lost: all its ranks {4,5})" "$out/fault.log" ||
+    fail "rank $r did not name world ranks {4,5}, all of host $lost"
   [ -s "$out/flight/rank-$r.json" ] || fail "rank $r wrote no flight recorder"
 done
 [ "$(echo "$lines" | wc -l)" = 1 ] || fail "the live ranks printed different lines: $lines"

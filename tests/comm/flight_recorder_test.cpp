@@ -265,6 +265,28 @@ TEST(FaultVerdict, AnIdleRankIsBlamedNotTheRanksWaitingBehindIt) {
       << v.line;
 }
 
+TEST(FaultVerdict, TheCulpritsHostIsNamedAndALostHostSaysSo) {
+  // Two hosts of two ranks; both ranks of h2 are silent: the whole host is named.
+  std::vector<std::optional<RankView>> views(4);
+  const std::vector<int> world{0, 1, 2, 3};
+  views[0] = view(0, {{"world", world, 5, 4, "all_gather", true}});
+  views[1] = view(1, {{"world", world, 5, 4, "all_gather", true}});
+  FaultVerdict v = agree_culprit(views, 3);
+  const std::vector<std::string> hosts{"h1", "h1", "h2", "h2"};
+  EXPECT_EQ(
+      name_culprit_hosts(v, hosts).rfind(
+          "culprit world rank(s) {2,3} (host h2: all its ranks {2,3}): world rank(s) {2,3} did not answer",
+          0),
+      0u);
+  // One rank of a host: named as part of it; hosts unknown: the line unchanged.
+  views[3] = view(3, {{"world", world, 5, 4, "all_gather", true}});
+  v = agree_culprit(views, 3);
+  EXPECT_EQ(
+      name_culprit_hosts(v, hosts).rfind("culprit world rank(s) {2} (host h2: {2} of its ranks {2,3}):", 0),
+      0u);
+  EXPECT_EQ(name_culprit_hosts(v, {}), v.line);
+}
+
 // Run in a child process by the next test: a rank fails an ASSERT and returns while the others wait
 // in a barrier with the default 300 s timeout.
 TEST(FailFast, DISABLED_RankAssertionEndsTheWorld) {

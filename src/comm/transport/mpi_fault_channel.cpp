@@ -66,6 +66,9 @@ MpiFaultChannel::~MpiFaultChannel() {
 }
 
 void MpiFaultChannel::set_peers(std::vector<PeerProcess> peers) {
+  std::vector<std::string> hosts;
+  for (const PeerProcess& p : peers) hosts.push_back(p.host);
+  agreement_->set_rank_hosts(std::move(hosts));
   std::lock_guard lock(mu_);
   peers_ = std::move(peers);
 }
