@@ -115,6 +115,7 @@ std::vector<TrainStep> run_training(Mesh& mesh, ShardedEngine& engine, const Tra
     const int done = engine.steps_done();
     const bool skipped = steps.back().engine.skipped;
     maybe_eval(done);
+    bool saved_this_step = false;
     if (checkpointing) {
       save_pending =
           save_pending || (checkpointing->every > 0 && done % checkpointing->every == 0) || done == run.steps;
@@ -122,14 +123,16 @@ std::vector<TrainStep> run_training(Mesh& mesh, ShardedEngine& engine, const Tra
       if (save_pending && !skipped) {
         save_now(engine, *checkpointing);
         save_pending = false;
+        saved_this_step = true;
       }
     }
     if (stop.flag == nullptr || done == run.steps) continue;
     const StopDecision decision = agree_stop(*stop.world, *stop.flag);
     if (!decision.stop()) continue;
-    // Stopped on request: the state after this step is kept when saving is configured (unless this
-    // step's save just happened, or its update was skipped: then the last good checkpoint stands).
-    if (checkpointing && save_pending && !skipped) save_now(engine, *checkpointing);
+    // Stopped on request: the state after this step is kept when saving is configured, whether or not
+    // a save was due (unless this step's save just happened, or its update was skipped: then the last
+    // good checkpoint stands).
+    if (checkpointing && !saved_this_step && !skipped) save_now(engine, *checkpointing);
     if (stop.on_stop_requested) stop.on_stop_requested(done);
     throw StopRequested(decision, done, run.steps);
   }

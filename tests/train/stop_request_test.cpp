@@ -1,11 +1,13 @@
 // Stopping a run on request: a flag set on one rank (what a SIGTERM to one process does) stops every
 // rank after the same step, runs the on_stop_requested hook on each with that step, and leaves the
-// model exactly as a run of that many steps leaves it; the real signal handler sets the process flag.
+// model exactly as a run of that many steps leaves it; with checkpointing configured, the stopped step
+// is saved even when no save was due; the real signal handler sets the process flag.
 #include "train/stop_request.hpp"
 
 #include <gtest/gtest.h>
 
 #include <csignal>
+#include <filesystem>
 #include <mutex>
 
 #include "comm/thread_world.hpp"
@@ -24,13 +26,15 @@ struct RankOutcome {
   int thrown_steps = -1;  // StopRequested::steps_done (-1: not thrown)
   std::string message;
   std::vector<float> params;
+  std::vector<int> saved_steps;  // the checkpoints saved, by step (with a save directory)
 };
 
 // Runs `spec` on a thread mesh of `world` ranks through run_training; rank `stop_rank` raises its
 // flag with `signal` inside its on_step of step `stop_after` (1-based), or never when stop_rank < 0.
 // With cut_after > 0, instead: exactly that many engine steps of the same run, no loop, no flag.
+// With a save directory: checkpoints there after every `save_every`-th step (0: after the last only).
 std::vector<RankOutcome> run(int world, const RunSpec& spec, int stop_rank, int stop_after, int signal,
-                             int cut_after = 0) {
+                             int cut_after = 0, const std::string& save_dir = "", int save_every = 0) {
   const Topology topo = test::topology_for_world(world);
   const GptConfig config = test::tiny_gpt();
   const auto tokens = test::synthetic_tokens(4000, config.vocab_size);
@@ -53,6 +57,13 @@ std::vector<RankOutcome> run(int world, const RunSpec& spec, int stop_rank, int 
       me.params = engine.gather_master_params();
       return;
     }
+    Checkpointing ck;
+    ck.world = &mesh.world();
+    ck.save.dir = save_dir;
+    ck.save.io_timeout_s = 60;
+    ck.every = save_every;
+    ck.cursor = [&] { return loader.cursor(); };
+    ck.on_save = [&](const SaveResult& s) { me.saved_steps.push_back(s.step); };
     try {
       run_training(
           mesh, engine, tr, [&](std::int32_t* in, std::int32_t* tg) { loader.next(in, tg); },
@@ -61,6 +72,7 @@ std::vector<RankOutcome> run(int world, const RunSpec& spec, int stop_rank, int 
                  ++me.steps_seen;
                  if (rank == stop_rank && me.steps_seen == stop_after) flags[rank].request(signal);
                },
+           .checkpointing = save_dir.empty() ? nullptr : &ck,
            .stop = {.flag = &flags[rank], .world = &mesh.world(), .on_stop_requested = [&](int done) {
                       me.hook_steps = done;
                     }}});
@@ -112,6 +124,26 @@ TEST(StopRequest, StoppedStateEqualsTheRunCutAtThatStep) {
       << stopped[0].message;
   for (int r = 0; r < 3; ++r) EXPECT_EQ(stopped[r].params, cut[r].params) << "rank " << r;
   EXPECT_NE(full[0].params, stopped[0].params);
+}
+
+// A stop saves the step it stopped at, also between the steps `every` asks for (the run would lose
+// them otherwise: a job's end under a scheduler comes at any step), and only once when the step was
+// due anyway.
+TEST(StopRequest, StopSavesTheStoppedStepOnce) {
+  RunSpec spec;
+  spec.steps = 8;
+  const std::string root = (std::filesystem::path(::testing::TempDir()) / "tz_stop_save").string();
+  std::filesystem::remove_all(root);
+  const auto between = run(3, spec, 1, 3, SIGTERM, 0, root + "/between", 0);
+  const auto due = run(3, spec, 1, 4, SIGTERM, 0, root + "/due", 2);
+  for (int r = 0; r < 3; ++r) {
+    EXPECT_EQ(between[r].thrown_steps, 3) << "rank " << r;
+    EXPECT_EQ(between[r].saved_steps, (std::vector<int>{3})) << "rank " << r;
+    EXPECT_EQ(due[r].thrown_steps, 4) << "rank " << r;
+    EXPECT_EQ(due[r].saved_steps, (std::vector<int>{2, 4})) << "rank " << r;
+  }
+  EXPECT_TRUE(std::filesystem::exists(root + "/between/step_3"));
+  std::filesystem::remove_all(root);
 }
 
 TEST(StopRequest, SignalHandlerSetsTheProcessFlagOnce) {
