@@ -60,9 +60,15 @@ LinkFit fit_tier_link(const nlohmann::json& bench, const std::string& tier_name)
   double slope = (w * sxy - sx * sy) / (w * sxx - sx * sx);
   double intercept = (sy - slope * sx) / w;
   if (!(intercept >= 0)) intercept = 0, slope = sxy / sxx;  // latency clamped at 0: through the origin
-  if (!(slope > 0))
-    fail_input("calibration: tier '{}': all-gather time does not grow with size (slope {})", tier_name,
-               slope);
+  if (!(slope > 0)) {
+    // Latency-bound over the measured sizes (per-call costs such as waiting for a descheduled peer
+    // hide the bytes): the slope is the smallest the rows allow, the largest size moved in its whole
+    // measured time (a lower bound on the bandwidth), and the latency the weighted fit given it.
+    const Row& largest =
+        *std::max_element(rows.begin(), rows.end(), [](auto& a, auto& b) { return a.x < b.x; });
+    slope = largest.t / largest.x;
+    intercept = std::max(0.0, (sy - slope * sx) / w);
+  }
   const int p = rows.front().p;
   LinkFit f{.bandwidth_GBps = 1.0 / slope / 1e9,
             .latency_us = intercept / (p - 1) * 1e6,

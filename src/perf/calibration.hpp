@@ -6,7 +6,9 @@
 //            ring): t_AG = (p-1) alpha + x / beta. Weighted least squares on the relative error
 //            (weights 1/t^2, so a 4 KiB row counts as much as a 4 MiB one: the step's collectives
 //            span that range); a negative intercept is clamped to alpha = 0 and the slope refitted
-//            through the origin.
+//            through the origin. When the times do not grow with size (latency-bound over the
+//            measured range), the bandwidth is its lower bound, the largest size's x over its time,
+//            and the latency the weighted fit given that slope.
 //   reduce   from the same tier's `reduce_scatter` rows, given that link: the ring reduce-scatter
 //            moves the same bytes in the same steps and adds each received block into its partial
 //            sum, t_RS = t_AG(x) + x / rho, so the extra time e = t_RS - t_AG(x) is fitted as x / rho

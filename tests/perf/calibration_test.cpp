@@ -103,6 +103,21 @@ TEST(Calibration, NegativeInterceptIsClampedToZeroLatency) {
   EXPECT_GT(f.rms_relative_error, 0.1);  // a bad fit says so
 }
 
+TEST(Calibration, TimesThatDoNotGrowWithSizeFitALatencyBoundLink) {
+  // A tier whose per-call cost hides the bytes (ranks waiting for descheduled peers): about 20 ms at every
+  // size, a little less at the largest.
+  nlohmann::json rows = nlohmann::json::array();
+  for (auto [size, ms] : {std::pair{1024.0, 21.0}, {65536.0, 20.0}, {1048576.0, 19.0}})
+    rows.push_back(row("gcd", 2, "all_gather", size, ms * 1e-3));
+  const LinkFit f = fit_tier_link({{"results", rows}}, "gcd");
+  // Bandwidth: the largest size's bytes per rank (512 KiB) in its 19 ms, the lowest the rows allow.
+  EXPECT_NEAR(f.bandwidth_GBps, 524288 / 19e-3 / 1e9, 1e-12);
+  // Latency: the weighted mean of what that bandwidth leaves, below the measured times.
+  EXPECT_GT(f.latency_us, 5e3);
+  EXPECT_LT(f.latency_us, 20e3);
+  EXPECT_EQ(f.points, 3);
+}
+
 TEST(Calibration, RowsOfTwoGroupSizesAreRejected) {
   nlohmann::json rows = nlohmann::json::array();
   rows.push_back(row("world", 2, "all_gather", 1e4, 1e-5));
