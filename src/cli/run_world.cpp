@@ -111,8 +111,39 @@ int report_before_world(const ExitReport& report) {
       {.code = report.code, .message = fmt::format("rank {}: {}", rank, report.message)});
 }
 
+int slurm_step_tasks_on_node(const char* tasks_per_node, const char* node_id) {
+  if (tasks_per_node == nullptr || node_id == nullptr) return 0;
+  char* end = nullptr;
+  const long node = std::strtol(node_id, &end, 10);
+  if (end == node_id || *end != '\0' || node < 0) return 0;
+  long first = 0;  // the index of the entry's first node
+  for (const char* p = tasks_per_node; *p != '\0';) {
+    const long tasks = std::strtol(p, &end, 10);
+    if (end == p || tasks < 1 || tasks >= (1L << 30)) return 0;
+    long repeat = 1;
+    p = end;
+    if (*p == '(') {  // "(xM)": the same count on M nodes
+      if (p[1] != 'x') return 0;
+      repeat = std::strtol(p + 2, &end, 10);
+      if (end == p + 2 || *end != ')' || repeat < 1) return 0;
+      p = end + 1;
+    }
+    if (node < first + repeat) return static_cast<int>(tasks);
+    first += repeat;
+    if (*p == ',')
+      ++p;
+    else if (*p != '\0')
+      return 0;
+  }
+  return 0;
+}
+
 int launch_local_size() {
-  return std::max(1, env_int({"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", "SLURM_NTASKS_PER_NODE"}, 1));
+  const int launcher = env_int({"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS"}, 0);
+  if (launcher > 0) return launcher;
+  const int slurm =
+      slurm_step_tasks_on_node(std::getenv("SLURM_STEP_TASKS_PER_NODE"), std::getenv("SLURM_NODEID"));
+  return slurm > 0 ? slurm : 1;
 }
 
 namespace {

@@ -59,7 +59,12 @@ int launch_rank();
 // and exits at once would cut rank 0 off before its line is printed. A rank still alive after
 // the grace period (rank 0 did not fail: its inputs differ) prints the error with its rank.
 int report_before_world(const ExitReport& report);
-// Ranks on this host as the launcher tells it (1 without one).
+// Ranks on this host as the launcher tells it (1 without one): Open MPI's mpirun, MPICH's, else
+// Slurm's srun (its step's tasks on this node: slurm_step_tasks_on_node).
 int launch_local_size();
+// Slurm's count of a step's tasks on one node: `tasks_per_node` as srun sets
+// SLURM_STEP_TASKS_PER_NODE ("2(x3),1": 2 tasks on each of the step's first 3 nodes, then 1) at
+// `node_id` (SLURM_NODEID, the node's index in the step); 0 when either is missing or unreadable.
+int slurm_step_tasks_on_node(const char* tasks_per_node, const char* node_id);
 
 }  // namespace tz::cli
