@@ -6,7 +6,8 @@
 #     every tier of the topology (the host tier and the two across hosts);
 #   - the engine sent exactly the bytes per step the plan's schedule prices (the script's `=`);
 #   - every plan's prediction is within MAX_ERROR_PCT of the measured step. The CI bound is wider
-#     than the 20% docs/cluster.md reports from a full run: a short run on a 2-core machine shared
+#     than the 20% the issue asks: docs/cluster.md reports the full run (+81% and +91% measured, the
+#     model over-prices the per-call latency across hosts); a short run on a 2-core machine shared
 #     with other work times that work too.
 # Usage: calibrated_prediction_test.sh CALIBRATE_SH TIERZERO OUTDIR MAX_ERROR_PCT
 # Exits 77 (skipped) where this machine cannot host the testbed.
