@@ -63,28 +63,11 @@ load() { echo "$1: $(uptime | sed 's/.*load average: //')" | tee -a "$out/load.t
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 
 train_args=(train --model gpt-tiny --batch "$batch" --grad-accum 1 --steps "$steps" --no-progress --log-every 1000)
-median_of() {  # median over files of the median of FIELD over the steps after the warm-up
-  python3 - "$warmup" "$@" <<'EOF'
-import json, statistics, sys
-warmup, field, files = int(sys.argv[1]), sys.argv[2], sys.argv[3:]
-per_file = [statistics.median(json.loads(line)[field] for line in list(open(f))[warmup:]) for f in files]
-print(statistics.median(per_file))
-EOF
-}
+# shellcheck source=scripts/calibration_steps.sh
+source scripts/calibration_steps.sh  # median_of, measure_compute_rates (the working directory is the root)
 
 load "start"
-echo "== compute: 1-rank model-step rate R(t) with t = 1..$cores threads ($reps runs of $steps steps)"
-rates=()
-for t in $(seq 1 "$cores"); do
-  files=()
-  for rep in $(seq 1 "$reps"); do
-    "$bin" "${train_args[@]}" --threads "$t" --metrics "$out/compute_t${t}_r$rep.jsonl" >/dev/null
-    files+=("$out/compute_t${t}_r$rep.jsonl")
-  done
-  r=$(median_of gflops "${files[@]}")
-  rates+=("$(python3 -c "print($r / 1000)")")
-  echo "  R($t) = $(printf %.2f "$r") GFLOP/s"
-done
+measure_compute_rates
 
 load "testbed"
 trap 'bash "$cluster" down >/dev/null 2>&1 || true' EXIT

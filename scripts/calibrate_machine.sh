@@ -56,29 +56,11 @@ mpirun_k() {
 }
 train_args=(train --model gpt-tiny --plan zero3 --batch 8 --grad-accum 1 --steps "$steps" --no-progress
   --log-every 1000)
-# median_of FIELD FILE...: median over files of the median of FIELD over the steps after the warm-up.
-median_of() {
-  python3 - "$warmup" "$@" <<'EOF'
-import json, statistics, sys
-warmup, field, files = int(sys.argv[1]), sys.argv[2], sys.argv[3:]
-per_file = [statistics.median(json.loads(line)[field] for line in list(open(f))[warmup:]) for f in files]
-print(statistics.median(per_file))
-EOF
-}
+# shellcheck source=scripts/calibration_steps.sh
+source scripts/calibration_steps.sh  # median_of, measure_compute_rates (the working directory is the root)
 
 load "start"
-echo "== compute: 1-rank model-step rate R(t) with t = 1..$cores threads ($reps runs of $steps steps)"
-rates=()
-for t in $(seq 1 "$cores"); do
-  files=()
-  for rep in $(seq 1 "$reps"); do
-    "$bin" "${train_args[@]}" --threads "$t" --metrics "$out/compute_t${t}_r$rep.jsonl" >/dev/null
-    files+=("$out/compute_t${t}_r$rep.jsonl")
-  done
-  r=$(median_of gflops "${files[@]}")
-  rates+=("$(python3 -c "print($r / 1000)")")
-  echo "  R($t) = $(printf %.1f "$r") GFLOP/s"
-done
+measure_compute_rates
 
 load "side-by-side"
 echo "== check of the core-sharing model: k independent 1-rank runs side by side"

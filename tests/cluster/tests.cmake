@@ -30,7 +30,7 @@ set_tests_properties(cluster_slurm_train PROPERTIES LABELS "cluster;mpi" TIMEOUT
   SKIP_RETURN_CODE 77 PASS_REGULAR_EXPRESSION "(^|\n)PASS")
 # The calibration pipeline across hosts (scripts/calibrate_cluster.sh, short): bench comm across 4 hosts
 # x 2 ranks, the calibrated topology, the prediction beside the measured step of zero3 and three-level.
-# The model is not yet within 20% across hosts (docs/cluster.md: +81% to +166% measured): the bound
+# The model is not yet within 20% across hosts (docs/cluster.md: +81% to +189% measured): the bound
 # here, 400%, catches a broken pipeline (a missing tier, a prediction off by orders), not the model's
 # accuracy; the curves per tier and the bytes per step equal to the plan's are checked exactly.
 add_test(NAME cluster_mpi_calibrated_prediction COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/calibrated_prediction_test.sh
