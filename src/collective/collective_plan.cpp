@@ -65,8 +65,10 @@ TierSet SharedMemoryTiers::of(CollectiveKind step_kind) const {
       return reduce_scatter;
     case CollectiveKind::all_to_all:
       return all_to_all;
+    case CollectiveKind::all_reduce:  // the shared reduce-scatter, then the shared all-gather
+      return all_gather & reduce_scatter;
     default:
-      return 0;  // the all-reduce and the rest run over the transport
+      return 0;  // the rest runs over the transport
   }
 }
 

@@ -180,7 +180,7 @@ TEST(CollectivePlan, LedgerOfARunEqualsThePlan) {
         }
       }
       // And every step ran the algorithm the mesh's plan chose for it (threads: shared memory for
-      // every all-gather, reduce-scatter and all-to-all step; rings for the all-reduce).
+      // every step).
       std::map<std::string, std::uint64_t> want;
       for (const auto& s : plan_collective(t, mesh.with_shared_memory(req)).steps)
         ++want[step_algorithm_key(s.label, s.kind, s.algorithm)];

@@ -49,7 +49,7 @@ TEST(FlightRecorder, KeepsTheLastEntriesOfEachCommunicator) {
         EXPECT_EQ(e[3].at("count"), 2);
         EXPECT_EQ(e[3].at("bytes"), 8);
         EXPECT_EQ(e[2].at("op"), "all_reduce");
-        EXPECT_EQ(e[2].at("algorithm"), "ring");
+        EXPECT_EQ(e[2].at("algorithm"), "shared");  // reduce-scatter + all-gather, shared
         EXPECT_EQ(e[2].at("dtype"), "f32");
         for (const auto& x : e) {
           EXPECT_EQ(x.at("state"), "completed");
