@@ -53,11 +53,11 @@ struct CommOptions {
   // (all_gather_shared.cpp, all_to_all_shared.cpp, broadcast_shared.cpp, reduce_scatter_shared.cpp)
   // instead of the ring, pairwise exchange and tree over the transport: every block is copied once
   // into a shared staging buffer and once out, instead of once per step. Each is switchable;
-  // the all-reduce runs as the shared reduce-scatter then the shared all-gather when both are on. `shared_slot_bytes` is the staging buffer per
-  // rank (two of them, double-buffered), so a group of p ranks maps 2*p*shared_slot_bytes, once,
-  // shared by all four. 1 MiB: every round of a collective waits for the group, so with more ranks
-  // than cores fewer, larger rounds win (at 4 and 8 ranks on 2 cores, 1 MiB against 256 KiB gave
-  // 1.1-1.5x the reduce-scatter's and 1.0-1.35x the all-to-all's busbw at 4-64 MiB).
+  // the all-reduce runs as the shared reduce-scatter then the shared all-gather when both are on.
+  // `shared_slot_bytes` is the staging buffer per rank (two of them, double-buffered), so a group of p ranks
+  // maps 2*p*shared_slot_bytes, once, shared by all four. 1 MiB: every round of a collective waits for the
+  // group, so with more ranks than cores fewer, larger rounds win (at 4 and 8 ranks on 2 cores, 1 MiB against
+  // 256 KiB gave 1.1-1.5x the reduce-scatter's and 1.0-1.35x the all-to-all's busbw at 4-64 MiB).
   bool shared_memory_all_gather = true;
   bool shared_memory_all_to_all = true;
   bool shared_memory_broadcast = true;
