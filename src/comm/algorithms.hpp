@@ -45,6 +45,11 @@ void all_reduce_ring(Collective& c, const std::byte* send, std::byte* recv, std:
 void reduce_scatter_shared(Collective& c, SharedArena& arena, const std::byte* send, std::byte* out,
                            std::span<const std::size_t> offsets, DType dtype);
 
+// all_reduce_shared.cpp: the same result as all_reduce_ring, for ranks that share `arena` (one host):
+// the shared reduce-scatter, then the shared all-gather in place; send == recv allowed.
+void all_reduce_shared(Collective& c, SharedArena& arena, const std::byte* send, std::byte* recv,
+                       std::size_t count, DType dtype);
+
 // all_to_all_pairwise.cpp: block j of `send` ([send_offsets[j], send_offsets[j+1])) goes to rank j,
 // where it lands as recv block rank() ([recv_offsets[rank], ...)); lengths must agree pairwise.
 void all_to_all_pairwise(Collective& c, const std::byte* send, std::span<const std::size_t> send_offsets,

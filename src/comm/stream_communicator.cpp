@@ -144,16 +144,10 @@ class StreamCommunicator final : public Communicator {
                   [=, this](Collective& c) {
                     const std::size_t bytes = count * dtype_bytes(dtype);
                     const Staged io = stage_in(c, send, bytes, recv, bytes);
-                    // On a host: the shared reduce-scatter, then the shared all-gather in place,
-                    // the ring's two phases with each block copied once in and once out.
                     if (SharedArena* arena = shared_arena(
                             c, options_.shared_memory_reduce_scatter && options_.shared_memory_all_gather)) {
                       started(c, CollectiveKind::all_reduce, StepAlgorithm::shared_memory);
-                      const std::vector<std::size_t> off =
-                          even_block_offsets(count, size(), dtype_bytes(dtype));
-                      std::byte* mine = io.out + off[rank()];
-                      reduce_scatter_shared(c, *arena, io.in, mine, off, dtype);
-                      all_gather_shared(c, *arena, mine, io.out, off);
+                      all_reduce_shared(c, *arena, io.in, io.out, count, dtype);
                     } else {
                       started(c, CollectiveKind::all_reduce, StepAlgorithm::ring);
                       all_reduce_ring(c, io.in, io.out, count, dtype);
