@@ -391,6 +391,9 @@ class StreamCommunicator final : public Communicator {
     if (!wanted || size() < 2 || !transport_->can_share_memory()) return nullptr;
     if (!arena_tried_) {
       arena_tried_ = true;
+      // The set-up exchanges messages within this collective: it is in it (not idle) for the fault
+      // agreement while it waits there.
+      ring_->start(c.seq(), "shared memory set-up");
       arena_ = SharedArena::open(c, options_.shared_slot_bytes, options_.shared_memory_single_copy,
                                  options_.ranks_on_host);
     }
