@@ -35,7 +35,8 @@
 # SEQ (256), BATCH (8), WARMUP (2), COMPARE_BIN (another tierzero binary, e.g. an older build: its
 # runs of the same presets are interleaved into every repeat and reported beside), PREDICT (1; 0
 # leaves out table (b) and its measurements; the prediction needs SEQ = the model's n_positions,
-# the sequence the cost model prices).
+# the sequence the cost model prices), KEEP (a directory: the run's files are kept there, among them
+# the calibrated topology.json, for `tierzero plan --topology KEEP/topology.json --explain PRESET`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
@@ -68,8 +69,13 @@ PY
   [ "$positions" = "$seq" ] || { echo "run_engine_overhead: SEQ $seq differs from $model's n_positions $positions," \
     "which the cost model prices: set SEQ=$positions or PREDICT=0" >&2; exit 2; }
 fi
-out=$(mktemp -d)
-trap 'rm -rf "$out"' EXIT
+if [ -n "${KEEP:-}" ]; then
+  mkdir -p "$KEEP" || { echo "run_engine_overhead: KEEP $KEEP: cannot create the directory" >&2; exit 2; }
+  out=$KEEP
+else
+  out=$(mktemp -d)
+  trap 'rm -rf "$out"' EXIT
+fi
 
 echo "cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'); $(nproc) cores"
 echo "vector extensions: $(grep -m1 '^flags' /proc/cpuinfo | tr ' ' '\n' | grep -E '^(sse|ssse|avx|fma|f16c)' | sort -u | tr '\n' ' ')"
