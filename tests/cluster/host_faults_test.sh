@@ -29,7 +29,6 @@ case $fault in kill | link | stop) ;; *) echo "unknown fault '$fault' (kill, lin
 case $launcher in mpirun | srun) ;; *) echo "unknown launcher '$launcher' (mpirun or srun)"; exit 2 ;; esac
 slurm=$(dirname "$cluster")/slurm.sh
 prefix=${TZC_PREFIX:-tzc}
-subnet=${TZC_SUBNET:-10.213.0}
 lost=$prefix-host3
 live_hosts=("$prefix-host1" "$prefix-host2" "$prefix-host4")
 timeout_s=3
@@ -54,17 +53,9 @@ echo "$up_out"
 [ $rc -ne 77 ] || { echo "SKIP: $up_out"; exit 77; }
 [ $rc -eq 0 ] || fail "cluster.sh up exited $rc"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-if [ "$launcher" = srun ]; then
-  up_out=$(bash "$slurm" up --cpus 2 2>&1)
-  rc=$?
-  echo "$up_out"
-  [ $rc -ne 77 ] || { echo "SKIP: $up_out"; exit 77; }
-  [ $rc -eq 0 ] || fail "slurm.sh up exited $rc"
-  export "$(bash "$slurm" env)"
-  # Open MPI's transports between the ranks srun starts: shared memory in a host, TCP on the bridge.
-  export OMPI_MCA_pml=ob1 OMPI_MCA_btl=self,vader,tcp OMPI_MCA_btl_vader_single_copy_mechanism=none \
-    OMPI_MCA_btl_tcp_if_include=$subnet.0/24 OMPI_MCA_oob_tcp_if_include=$subnet.0/24
-fi
+# shellcheck source=tests/cluster/slurm_up.sh
+source "$(dirname "$0")/slurm_up.sh"
+[ "$launcher" != srun ] || slurm_up "$slurm"
 # launch NP HOSTS: sets `run` to the launcher's command for NP ranks, 2 per host, on HOSTS (h1,h2,...).
 launch() {
   if [ "$launcher" = srun ]; then

@@ -18,7 +18,7 @@
 set -uo pipefail
 [ $# -eq 7 ] || { echo "usage: $0 SLURM_SH CLUSTER_SH TIERZERO PYTHON COMPARE_METRICS TOPOLOGY OUTDIR"; exit 2; }
 slurm=$1 cluster=$2 tz=$3 python=$4 compare=$5 topology=$6 out=$7
-prefix=${TZC_PREFIX:-tzc} subnet=${TZC_SUBNET:-10.213.47}
+prefix=${TZC_PREFIX:-tzc}
 fail() {
   echo "FAIL: $*"
   exit 1
@@ -32,16 +32,9 @@ rc=$?
 echo "$up_out"
 [ $rc -ne 77 ] || { echo "SKIP: $up_out"; exit 77; }
 [ $rc -eq 0 ] || fail "cluster.sh up exited $rc"
-up_out=$(bash "$slurm" up --cpus 2 2>&1)
-rc=$?
-echo "$up_out"
-[ $rc -ne 77 ] || { echo "SKIP: $up_out"; exit 77; }
-[ $rc -eq 0 ] || fail "slurm.sh up exited $rc"
-export "$(bash "$slurm" env)"
-
-# Open MPI's transports between the ranks srun starts: shared memory in a host, TCP on the bridge.
-export OMPI_MCA_pml=ob1 OMPI_MCA_btl=self,vader,tcp OMPI_MCA_btl_vader_single_copy_mechanism=none \
-  OMPI_MCA_btl_tcp_if_include=$subnet.0/24 OMPI_MCA_oob_tcp_if_include=$subnet.0/24
+# shellcheck source=tests/cluster/slurm_up.sh
+source "$(dirname "$0")/slurm_up.sh"
+slurm_up "$slurm"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 srun=(srun --mpi=pmix -N 2 -n 4 --ntasks-per-node 2 --kill-on-bad-exit=0)
 train=(train --no-progress --seq 32 --log-every 1 --fp32 --threads 1 --peak-tflops 1 --batch 2 --plan zero3)
