@@ -65,7 +65,11 @@ launch() {
     [ "$1" != 8 ] || run+=(--mca orte_enable_recovery 1)
   fi
 }
-train=(train --no-progress --seq 32 --log-every 1 --fp32 --threads 1 --timeout "$timeout_s" --topology "$topology")
+# The learning rate decays over a fixed 100000 steps, not over each run's --steps, so the faulted run,
+# its resume and the reference share one schedule wherever the fault lands.
+echo '{"tierzero": {"lr_schedule": {"warmup_steps": 20, "decay_steps": 100000}}}' >"$out/schedule.json"
+train=(train --no-progress --seq 32 --log-every 1 --fp32 --threads 1 --timeout "$timeout_s" --topology "$topology"
+  --config "$out/schedule.json")
 now() { date +%s.%N; }
 since() { echo "$(now) - $1" | bc; }
 # tierzero processes still inside a host.
