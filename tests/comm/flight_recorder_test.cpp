@@ -299,7 +299,9 @@ TEST(FailFast, DISABLED_RankAssertionEndsTheWorld) {
 TEST(FailFast, AFailingAssertionInOneRankFinishesInSeconds) {
   const auto t0 = std::chrono::steady_clock::now();
   std::FILE* p = popen(
-      ("timeout 120 " + std::filesystem::read_symlink("/proc/self/exe").string() +
+      // Without the shard variables: under sharding the child would run no test at all.
+      ("env -u GTEST_SHARD_INDEX -u GTEST_TOTAL_SHARDS timeout 120 " +
+       std::filesystem::read_symlink("/proc/self/exe").string() +
        " --gtest_also_run_disabled_tests --gtest_filter=FailFast.DISABLED_RankAssertionEndsTheWorld 2>&1")
           .c_str(),
       "r");
