@@ -47,15 +47,15 @@ if [ "${TZ_SKIP_SANITIZERS:-0}" != 1 ]; then
   # libFuzzer targets, 30 s each here (two at a time: about 2 minutes for 7)
   [ "${TZ_SKIP_FUZZ:-0}" = 1 ] || TZ_FUZZ_SECONDS=${TZ_FUZZ_SECONDS:-30} bash scripts/fuzz.sh build-asan
   # ThreadSanitizer: only the suites whose ranks are threads (races between rank threads, progress
-  # threads and the parallel_for pool), each binary run whole.
+  # threads and the parallel_for pool).
   tsan_suites=(tz_device_tests tz_collective_tests tz_comm_tests tz_quant_tests tz_engine_tests)
   stage "ThreadSanitizer build"
   cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTZ_TSAN=ON -DTZ_WERROR=ON \
     -DCMAKE_UNITY_BUILD=ON -DTZ_BUILD_BENCH=OFF -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" >/dev/null
   cmake --build build-tsan -j "$(nproc)" --target "${tsan_suites[@]}"
-  # Each suite runs as two GoogleTest shards at once, one per core: the suites are mostly one busy
-  # thread at a time (rank threads take turns), so this halves the stage's wall time. A shard's output
-  # is printed whole after both end, so reports do not interleave.
+  # Each suite runs as two GoogleTest shards at once, one per core: the suites keep about one core
+  # busy (rank threads take turns), so the runs take about 0.7 of their one-process time. A shard's
+  # output is printed whole after both end, so reports do not interleave.
   export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$PWD/scripts/tsan_suppressions.txt"
   tsan_failed=0
   for suite in "${tsan_suites[@]}"; do

@@ -1,7 +1,9 @@
 # The cluster in a box (scripts/cluster.sh): real hosts as network namespaces on this machine. Labels
 # `cluster` and `mpi`: the Release pass runs them, the sanitizer pass (-LE "mpi|slow") does not. They
 # share the testbed's fixed names, so they run one at a time (RESOURCE_LOCK), each bringing the testbed
-# up and down itself (a testbed left up by hand is taken down). Where the machine cannot host it (not
+# up and down itself (a testbed left up by hand is taken down). COST 1000 makes CTest start them first:
+# they mostly wait (links, timeouts, Slurm), so as one chain from the start the other tests fill the cores
+# beside them, where a chain started midway would outlast everything else. Where the machine cannot host it (not
 # root, no network namespaces) each exits 77 with one line saying why: skipped, not passed.
 find_package(Python3 REQUIRED COMPONENTS Interpreter)
 set(TZ_CLUSTER_SH ${PROJECT_SOURCE_DIR}/scripts/cluster.sh)
@@ -17,7 +19,7 @@ add_test(NAME cluster_mpi_train_2x2 COMMAND ${TZ_CLUSTER_TRAIN} 2 2 ${TZ_CLUSTER
          ddp zero1 zero2 zero3 zeropp mics hsdp three-level)
 add_test(NAME cluster_mpi_train_4x2 COMMAND ${TZ_CLUSTER_TRAIN} 4 2 ${TZ_CLUSTER_DIR}/4x2 zero3 zeropp three-level)
 set_tests_properties(cluster_up_down cluster_shaped_bandwidth cluster_mpi_train_2x2 cluster_mpi_train_4x2 PROPERTIES
-  LABELS "cluster;mpi" TIMEOUT 300 RESOURCE_LOCK tzc_testbed SKIP_RETURN_CODE 77 PASS_REGULAR_EXPRESSION "(^|\n)PASS")
+  LABELS "cluster;mpi" TIMEOUT 300 RESOURCE_LOCK tzc_testbed COST 1000 SKIP_RETURN_CODE 77 PASS_REGULAR_EXPRESSION "(^|\n)PASS")
 # tierzero under Slurm: a local Slurm of the test's own (scripts/slurm.sh: munged, slurmctld, one slurmd
 # in each of 2 testbed hosts), 4 ranks under `srun --mpi=pmix`: hostnames, bitwise against mpirun,
 # `scancel --signal=TERM` saving the stopped step, `--resume` under srun. Skipped (77) where Slurm or
@@ -26,7 +28,7 @@ add_test(NAME cluster_slurm_train COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/slurm_t
          ${PROJECT_SOURCE_DIR}/scripts/slurm.sh ${TZ_CLUSTER_SH} $<TARGET_FILE:tierzero> ${Python3_EXECUTABLE}
          ${PROJECT_SOURCE_DIR}/tests/checkpoint/compare_metrics.py ${CMAKE_CURRENT_LIST_DIR}/topology_pairs.json
          ${TZ_CLUSTER_DIR}/slurm)
-set_tests_properties(cluster_slurm_train PROPERTIES LABELS "cluster;mpi" TIMEOUT 180 RESOURCE_LOCK tzc_testbed
+set_tests_properties(cluster_slurm_train PROPERTIES LABELS "cluster;mpi" TIMEOUT 180 RESOURCE_LOCK tzc_testbed COST 1000
   SKIP_RETURN_CODE 77 PASS_REGULAR_EXPRESSION "(^|\n)PASS")
 # The calibration pipeline across hosts (scripts/calibrate_cluster.sh, short): bench comm across 4 hosts
 # x 2 ranks, the calibrated topology, the prediction beside the measured step of zero3 and three-level.
@@ -36,7 +38,7 @@ set_tests_properties(cluster_slurm_train PROPERTIES LABELS "cluster;mpi" TIMEOUT
 add_test(NAME cluster_mpi_calibrated_prediction COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/calibrated_prediction_test.sh
          ${PROJECT_SOURCE_DIR}/scripts/calibrate_cluster.sh $<TARGET_FILE:tierzero> ${TZ_CLUSTER_DIR}/calibrated 400)
 set_tests_properties(cluster_mpi_calibrated_prediction PROPERTIES
-  LABELS "cluster;mpi" TIMEOUT 300 RESOURCE_LOCK tzc_testbed SKIP_RETURN_CODE 77 PASS_REGULAR_EXPRESSION "(^|\n)PASS")
+  LABELS "cluster;mpi" TIMEOUT 300 RESOURCE_LOCK tzc_testbed COST 1000 SKIP_RETURN_CODE 77 PASS_REGULAR_EXPRESSION "(^|\n)PASS")
 # A whole host lost (kill -9, link down, SIGSTOP) while 4 hosts x 2 ranks train: the live ranks' agreed
 # line, their exit, what is left, then the resume on the 3 remaining hosts (docs/faults.md); launched by
 # mpirun (cluster_mpi_host_fault_*), and the kill also by Slurm's srun (cluster_slurm_host_fault_kill,
@@ -53,11 +55,5 @@ foreach(fault kill link_down stop)
 endforeach()
 add_test(NAME cluster_slurm_host_fault_kill COMMAND ${TZ_HOST_FAULT} ${TZ_CLUSTER_DIR}/slurm_host_fault_kill kill srun)
 set_tests_properties(cluster_mpi_host_fault_kill cluster_mpi_host_fault_link_down cluster_mpi_host_fault_stop
-  cluster_slurm_host_fault_kill PROPERTIES LABELS "cluster;mpi" TIMEOUT 300 RESOURCE_LOCK tzc_testbed
+  cluster_slurm_host_fault_kill PROPERTIES LABELS "cluster;mpi" TIMEOUT 300 RESOURCE_LOCK tzc_testbed COST 1000
   SKIP_RETURN_CODE 77 PASS_REGULAR_EXPRESSION "(^|\n)PASS")
-# CTest starts the costliest tests first. The testbed's tests run one at a time and mostly wait (links,
-# timeouts, Slurm), so started first they form one chain while the other tests fill the cores beside it,
-# instead of the chain starting midway and outlasting everything else.
-set_tests_properties(cluster_up_down cluster_shaped_bandwidth cluster_mpi_train_2x2 cluster_mpi_train_4x2
-  cluster_slurm_train cluster_mpi_calibrated_prediction cluster_mpi_host_fault_kill cluster_mpi_host_fault_link_down
-  cluster_mpi_host_fault_stop cluster_slurm_host_fault_kill PROPERTIES COST 1000)
