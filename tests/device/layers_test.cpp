@@ -4,8 +4,11 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <functional>
 
+#include "core/error.hpp"
+#include "device/cpu/simd.hpp"
 #include "model/kernel_threads.hpp"
 #include "model/test_util.hpp"
 
@@ -178,6 +181,34 @@ TEST_P(Layers, EncoderForwardAndBackwardScatter) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Threads, Layers, ::testing::Values(1, 2));
+
+// GELU's 16-wide body (AVX-512F) gives the 8-wide body's bits, for every length's tail; both are
+// within kFastVsRef of the _ref. Widths this CPU cannot run are refused by name (and skipped here).
+TEST(GeluWidths, SixteenWideEqualsEightWideBitForBitAndBothMatchRef) {
+  if (!simd::have_avx2_fma()) GTEST_SKIP() << "no AVX2 + FMA: only the _ref runs";
+  for (long n : {1L, 7L, 8L, 15L, 16L, 17L, 31L, 33L, 1000L, 4099L}) {
+    const auto x = randn(n, 3, 3.0f), dy = randn(n, 4);
+    std::vector<float> y8(n), dx8(n), y_ref(n), dx_ref(n);
+    gelu_forward_width(y8.data(), x.data(), n, 8);
+    gelu_backward_width(dx8.data(), x.data(), dy.data(), n, 8);
+    gelu_forward_ref(y_ref.data(), x.data(), n);
+    gelu_backward_ref(dx_ref.data(), x.data(), dy.data(), n);
+    EXPECT_LT(norm_err(y8, y_ref), kFastVsRef) << n;
+    EXPECT_LT(norm_err(dx8, dx_ref), kFastVsRef) << n;
+    if (!simd::have_avx512f()) continue;
+    std::vector<float> y16(n), dx16(n);
+    gelu_forward_width(y16.data(), x.data(), n, 16);
+    gelu_backward_width(dx16.data(), x.data(), dy.data(), n, 16);
+    EXPECT_EQ(std::memcmp(y16.data(), y8.data(), n * sizeof(float)), 0) << n;
+    EXPECT_EQ(std::memcmp(dx16.data(), dx8.data(), n * sizeof(float)), 0) << n;
+  }
+  std::vector<float> one(1);
+  EXPECT_THROW(gelu_forward_width(one.data(), one.data(), 1, 4), InputError);
+  if (!simd::have_avx512f()) {
+    EXPECT_THROW(gelu_forward_width(one.data(), one.data(), 1, 16), InputError);
+    GTEST_SKIP() << "no AVX-512F: the 16-wide body was not compared";
+  }
+}
 
 }  // namespace
 }  // namespace tz

@@ -38,10 +38,15 @@ TZ_AVX2 void ln_forward_rows(float* out, float* mean, float* rstd, const float* 
     float v = simd::hsum256(acc);
     for (; c < C; ++c) v += (x[c] - m) * (x[c] - m);
     const float rs = 1.0f / std::sqrt(v / C + eps);
-    if (b)
-      for (c = 0; c < C; ++c) y[c] = (x[c] - m) * rs * w[c] + b[c];
-    else
-      for (c = 0; c < C; ++c) y[c] = (x[c] - m) * rs * w[c];
+    // The same operations in the same order as the scalar tail (no fused multiply-add), so every
+    // element is the _ref's formula rounded the same way wherever C splits into vectors.
+    const __m256 vrs = _mm256_set1_ps(rs);
+    for (c = 0; c + 8 <= C; c += 8) {
+      const __m256 n = _mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(x + c), vm), vrs);
+      const __m256 nw = _mm256_mul_ps(n, _mm256_loadu_ps(w + c));
+      _mm256_storeu_ps(y + c, b ? _mm256_add_ps(nw, _mm256_loadu_ps(b + c)) : nw);
+    }
+    for (; c < C; ++c) y[c] = b ? (x[c] - m) * rs * w[c] + b[c] : (x[c] - m) * rs * w[c];
     mean[r] = m;
     rstd[r] = rs;
   }
@@ -71,7 +76,18 @@ TZ_AVX2 void ln_backward_rows(float* dinp, float* dw, float* db, const float* do
       sgn += g * n;
     }
     const float mg = sg / C, mgn = sgn / C;
-    for (c = 0; c < C; ++c) {
+    // Vector body: the scalar tail's operations in its order (no fused multiply-add).
+    const __m256 vmg = _mm256_set1_ps(mg), vmgn = _mm256_set1_ps(mgn);
+    for (c = 0; c + 8 <= C; c += 8) {
+      const __m256 dyv = _mm256_loadu_ps(dy + c);
+      const __m256 n = _mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(x + c), vm), vrs);
+      const __m256 g = _mm256_mul_ps(dyv, _mm256_loadu_ps(w + c));
+      const __m256 t = _mm256_sub_ps(_mm256_sub_ps(g, vmg), _mm256_mul_ps(n, vmgn));
+      _mm256_storeu_ps(dx + c, _mm256_add_ps(_mm256_loadu_ps(dx + c), _mm256_mul_ps(vrs, t)));
+      _mm256_storeu_ps(dw + c, _mm256_add_ps(_mm256_loadu_ps(dw + c), _mm256_mul_ps(dyv, n)));
+      if (db) _mm256_storeu_ps(db + c, _mm256_add_ps(_mm256_loadu_ps(db + c), dyv));
+    }
+    for (; c < C; ++c) {
       float n = (x[c] - m) * rs;
       float g = dy[c] * w[c];
       dx[c] += rs * (g - mg - n * mgn);

@@ -149,6 +149,10 @@ void gelu_forward_serial(float* out, const float* inp, long n);
 void gelu_backward_serial(float* dinp, const float* inp, const float* dout, long n);
 void gelu_forward_ref(float* out, const float* inp, long n);
 void gelu_backward_ref(float* dinp, const float* inp, const float* dout, long n);
+// One vector body on its own, serial: width 8 (AVX2 + FMA) or 16 (AVX-512F); an InputError where the
+// CPU has not that width. The serial and threaded entry points pick the widest; tests compare both.
+void gelu_forward_width(float* out, const float* inp, long n, int width);
+void gelu_backward_width(float* dinp, const float* inp, const float* dout, long n, int width);
 
 // ---- GELU, exact form (gelu_exact.cpp): PyTorch's nn.GELU() default, Pythia's "gelu" ----
 // out = 0.5 x (1 + erf(x / sqrt 2))
