@@ -1,7 +1,9 @@
 #include "core/parallel_for.hpp"
 
+#include <immintrin.h>
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <mutex>
 #include <thread>
@@ -25,6 +27,7 @@ class Pool {
       std::lock_guard lk(mu_);
       stop_ = true;
       ++generation_;
+      posted_.store(generation_);
     }
     cv_.notify_all();
     for (auto& w : workers_) w.join();
@@ -53,10 +56,13 @@ class Pool {
       chunks_ = chunks;
       next_.store(0);
       pending_ = workers_.size();
+      left_.store(workers_.size());
       ++generation_;
+      posted_.store(generation_);
     }
     cv_.notify_all();
     drain();
+    spin_until([&] { return left_.load() == 0; });
     std::unique_lock lk(mu_);
     done_cv_.wait(lk, [&] { return pending_ == 0; });
     fn_ = nullptr;
@@ -71,8 +77,21 @@ class Pool {
     }
   }
 
+  // Polls `ready` for a short while before the caller sleeps on a condition variable: a wake-up
+  // through the kernel costs tens of microseconds (more in a virtual machine), and kernels post
+  // jobs back to back.
+  template <class Ready>
+  static void spin_until(Ready&& ready) {
+    const auto t0 = std::chrono::steady_clock::now();
+    while (!ready()) {
+      if (std::chrono::steady_clock::now() - t0 > kSpin) return;
+      for (int i = 0; i < 16; ++i) _mm_pause();
+    }
+  }
+
   void work_loop(std::uint64_t seen) {
     for (;;) {
+      spin_until([&] { return posted_.load() != seen; });
       {
         std::unique_lock lk(mu_);
         cv_.wait(lk, [&] { return generation_ != seen; });
@@ -80,6 +99,7 @@ class Pool {
         if (stop_) return;
       }
       drain();
+      left_.fetch_sub(1);
       std::lock_guard lk(mu_);
       if (--pending_ == 0) done_cv_.notify_one();
     }
@@ -95,6 +115,9 @@ class Pool {
   const std::function<void(std::size_t, std::size_t)>* fn_ = nullptr;
   std::size_t n_ = 0, chunks_ = 0, pending_ = 0;
   std::atomic<std::size_t> next_{0};
+  std::atomic<std::uint64_t> posted_{0};  // generation_, readable without the lock
+  std::atomic<std::size_t> left_{0};      // pending_, readable without the lock
+  static constexpr std::chrono::microseconds kSpin{50};
 };
 
 Pool& pool() {

@@ -1,6 +1,7 @@
-// tierzero's one threading runtime for compute kernels: a small pool whose workers sleep on a
-// condition variable between jobs (two pools that spin on the same cores cost 1.4-3x on small
-// machines, so there is never a second one). parallel_for splits [0, n) into chunks; the calling
+// tierzero's one threading runtime for compute kernels: a small pool whose workers, between jobs,
+// poll for the next one for 50 microseconds and then sleep on a condition variable (two pools that
+// spin on the same cores cost 1.4-3x on small machines, so there is never a second one, and the poll
+// is bounded). parallel_for splits [0, n) into chunks; the calling
 // thread works too. A parallel_for issued while the pool is busy (a nested call, or another
 // rank-thread of the same process) runs inline on its caller, so the pool is safe to share.
 #pragma once
