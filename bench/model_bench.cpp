@@ -10,16 +10,22 @@
 //   --gemm     tierzero's own gemm (model/gemm.hpp) on the same shape
 //   --memcpy   memcpy of 64 MiB (GB/s counting bytes read + written), split over the threads
 //   --profile  the step, plus each layer's share (forward and backward) and the optimizer's
+//   --limits   --profile, plus each layer slot's limit on this CPU per step (bench/layer_limits.hpp):
+//              OpenBLAS sgemm of its products, attention's causal products at the MLP product's sgemm
+//              rate, the other passes' least bytes at memcpy's rate; and tierzero's gemm on the products'
+//              own arguments. "limits": {slot: [limit s, gemm s] per step}, beside the shares of "layers"
+//              and "mean_step_s" (the profiled steps' mean, which the shares are of)
 //   --fused    (with a step or --profile) GELU and the residual adds in the products' epilogues instead
 //              of separate passes (GptOptions::fuse_epilogues): the A/B of that fusion in one binary
 // bench/run_model_bench.sh runs it beside bench/torch_gpt.py (which reads the same model files).
 //   tz_model_bench --model PRESET|FILE --batch B --seq T [--threads N] [--steps S] [--warmup W]
 //                  [--recompute] [--fused] [--isa portable|avx2|avx512] [--sgemm | --gemm | --memcpy |
-//                  --profile]
+//                  --profile | --limits]
 #include <cblas.h>
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -35,8 +41,11 @@
 #include "device/cpu/gemm.hpp"
 #include "model/flops.hpp"
 #include "model/kernel_threads.hpp"
+#include "model/layer_work.hpp"
 #include "model/model_preset.hpp"
 #include "train/trainer_single.hpp"
+
+#include "layer_limits.hpp"
 
 extern "C" char* openblas_get_corename(void);
 
@@ -114,14 +123,13 @@ int main(int argc, char** argv) {
       fused = true;
     else if (a == "--isa")
       isa = next();
-    else if (a == "--sgemm" || a == "--gemm" || a == "--memcpy" || a == "--profile")
+    else if (a == "--sgemm" || a == "--gemm" || a == "--memcpy" || a == "--profile" || a == "--limits")
       mode = a.substr(2);
     else {
       fmt::print(stderr,
                  "usage: tz_model_bench --model PRESET|FILE --batch B --seq T [--threads N] [--steps S] "
                  "[--warmup W] [--recompute] [--fused] [--isa portable|avx2|avx512] [--sgemm | --gemm | "
-                 "--memcpy | "
-                 "--profile]\n");
+                 "--memcpy | --profile | --limits]\n");
       return 2;
     }
   }
@@ -157,36 +165,38 @@ int main(int argc, char** argv) {
     }
   }
   tz::set_kernel_threads(threads);
-  const std::string head = common_fields(mode == "step" || mode == "profile" ? "tierzero" : mode.c_str(),
-                                         model_name.c_str(), threads);
+  if (mode == "limits" && fused) {
+    fmt::print(stderr, "tz_model_bench: --limits describes the unfused step; drop --fused\n");
+    return 2;
+  }
+  const bool step_mode = mode == "step" || mode == "profile" || mode == "limits";
+  const std::string head = common_fields(step_mode ? "tierzero" : mode.c_str(), model_name.c_str(), threads);
 
-  if (mode == "sgemm" || mode == "gemm") {
-    const int M = B * T, K = model.n_embd;
-    const int N = static_cast<int>(model.mlp_width()) * (model.mlp == tz::MlpKind::swiglu ? 2 : 1);
-    std::vector<float> a(static_cast<std::size_t>(M) * K, 0.5f), b(static_cast<std::size_t>(N) * K, 0.25f),
-        c(static_cast<std::size_t>(M) * N);
-    const Timing s = median_seconds(warmup, steps * 3, [&] {
-      if (mode == "sgemm")
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, N, K, 1.0f, a.data(), K, b.data(), K, 0.0f,
-                    c.data(), N);
+  // The MLP's first product (B T x 4C x C; SwiGLU's gate and up: B T x 2F x C), OpenBLAS or tierzero's.
+  const int pM = B * T, pK = model.n_embd;
+  const int pN = static_cast<int>(model.mlp_width()) * (model.mlp == tz::MlpKind::swiglu ? 2 : 1);
+  auto time_mlp_product = [&](bool openblas) {
+    std::vector<float> a(static_cast<std::size_t>(pM) * pK, 0.5f),
+        b(static_cast<std::size_t>(pN) * pK, 0.25f), c(static_cast<std::size_t>(pM) * pN);
+    return median_seconds(warmup, steps * 3, [&] {
+      if (openblas)
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, pM, pN, pK, 1.0f, a.data(), pK, b.data(), pK,
+                    0.0f, c.data(), pN);
       else
         tz::gemm({.trans_b = true,
-                  .M = M,
-                  .N = N,
-                  .K = K,
+                  .M = pM,
+                  .N = pN,
+                  .K = pK,
                   .A = a.data(),
-                  .lda = K,
+                  .lda = pK,
                   .B = b.data(),
-                  .ldb = K,
+                  .ldb = pK,
                   .C = c.data(),
-                  .ldc = N});
+                  .ldc = pN});
     });
-    // cpu_gflops: per CPU-second of the process, what a run with its cores to itself would reach.
-    fmt::print("{{{}, \"shape\": [{}, {}, {}], \"gflops\": {:.2f}, \"cpu_gflops\": {:.2f}}}\n", head, M, N, K,
-               2.0 * M * N * K / s.wall_s / 1e9, 2.0 * M * N * K * threads / s.cpu_s / 1e9);
-    return 0;
-  }
-  if (mode == "memcpy") {
+  };
+  // memcpy of 64 MiB split over the threads: GB/s counting the bytes read and written.
+  auto memcpy_gbps = [&] {
     const std::size_t n = std::size_t{64} << 20;
     std::vector<char> src(n, 1), dst(n, 0);
     const Timing s = median_seconds(warmup, steps * 3, [&] {
@@ -194,8 +204,30 @@ int main(int argc, char** argv) {
         std::memcpy(dst.data() + b, src.data() + b, e - b);
       });
     });
-    fmt::print("{{{}, \"bytes\": {}, \"GBps\": {:.2f}}}\n", head, n, 2.0 * n / s.wall_s / 1e9);
+    return 2.0 * n / s.wall_s / 1e9;
+  };
+  const double product_flops = 2.0 * pM * pN * pK;
+  if (mode == "sgemm" || mode == "gemm") {
+    const Timing s = time_mlp_product(mode == "sgemm");
+    // cpu_gflops: per CPU-second of the process, what a run with its cores to itself would reach.
+    fmt::print("{{{}, \"shape\": [{}, {}, {}], \"gflops\": {:.2f}, \"cpu_gflops\": {:.2f}}}\n", head, pM, pN,
+               pK, product_flops / s.wall_s / 1e9, product_flops * threads / s.cpu_s / 1e9);
     return 0;
+  }
+  if (mode == "memcpy") {
+    fmt::print("{{{}, \"bytes\": {}, \"GBps\": {:.2f}}}\n", head, std::size_t{64} << 20, memcpy_gbps());
+    return 0;
+  }
+  // --limits, first part: tierzero's own timings (its gemm on each linear layer's products, memcpy), before
+  // any OpenBLAS call (bench/layer_limits.hpp says why); the sgemm timings follow the step.
+  auto wall = [&](int w, int r, auto&& f) { return median_seconds(w, r, f).wall_s; };
+  const tz::LayerWork work = tz::layer_work(model, B, T);
+  std::array<double, tz::kLayerSlots> gemm_s{};
+  double gbps = 0;
+  if (mode == "limits") {
+    for (const tz::LinearLayerWork& l : work.linears)
+      gemm_s[static_cast<int>(l.slot)] += tz::bench::time_linear_layer(l, work.N, false, 3, wall);
+    gbps = memcpy_gbps();
   }
 
   tz::TrainOptions opt;
@@ -203,7 +235,7 @@ int main(int argc, char** argv) {
   opt.seq = T;
   opt.threads = threads;
   opt.recompute = recompute;
-  opt.profile = mode == "profile";
+  opt.profile = mode == "profile" || mode == "limits";
   opt.fuse_epilogues = fused;
   opt.schedule = {.max_lr = 1e-4f, .min_lr = 1e-4f, .warmup_steps = 0, .decay_steps = 1};
   tz::SingleTrainer trainer(model, opt);
@@ -239,12 +271,28 @@ int main(int argc, char** argv) {
     for (int i = 0; i < tz::kLayerSlots; ++i)
       layers += fmt::format("\"{}\": [{:.4f}, {:.4f}], ", tz::layer_slot_name(static_cast<tz::LayerSlot>(i)),
                             p.forward_s[i] / step_total, p.backward_s[i] / step_total);
-    layers += fmt::format("\"optimizer\": {:.4f}, \"other\": {:.4f}}}", opt_total / step_total,
-                          1.0 - (p.total_s() + opt_total) / step_total);
+    layers +=
+        fmt::format("\"optimizer\": {:.4f}, \"other\": {:.4f}}}, \"mean_step_s\": {:.6f}",
+                    opt_total / step_total, 1.0 - (p.total_s() + opt_total) / step_total, step_total / steps);
+  }
+  std::string limits;
+  if (mode == "limits") {
+    const double sgemm_gflops = product_flops / time_mlp_product(true).wall_s / 1e9;
+    std::array<double, tz::kLayerSlots> limit_s{};
+    for (int i = 0; i < tz::kLayerSlots; ++i) limit_s[i] = work.bytes[i] / (gbps * 1e9);
+    for (const tz::LinearLayerWork& l : work.linears)
+      limit_s[static_cast<int>(l.slot)] += tz::bench::time_linear_layer(l, work.N, true, 3, wall);
+    limit_s[static_cast<int>(tz::LayerSlot::attention)] += work.attention_flops_causal / (sgemm_gflops * 1e9);
+    limits = fmt::format(", \"sgemm_gflops\": {:.2f}, \"memcpy_GBps\": {:.2f}, \"limits\": {{", sgemm_gflops,
+                         gbps);
+    for (int i = 0; i < tz::kLayerSlots; ++i)
+      limits += fmt::format("\"{}\": [{:.6f}, {:.6f}], ", tz::layer_slot_name(static_cast<tz::LayerSlot>(i)),
+                            limit_s[i], gemm_s[i]);
+    limits += fmt::format("\"optimizer\": [{:.6f}, 0]}}", work.optimizer_bytes / (gbps * 1e9));
   }
   fmt::print(
       "{{{}, \"family\": \"{}\", \"step_s\": {:.4f}, \"cpu_s\": {:.4f}, \"tokens_per_s\": {:.1f}, "
-      "\"gflops\": {:.2f}{}}}\n",
-      head, tz::model_family_name(model.family), t, median(cpu), B * T / t, flops / t / 1e9, layers);
+      "\"gflops\": {:.2f}{}{}}}\n",
+      head, tz::model_family_name(model.family), t, median(cpu), B * T / t, flops / t / 1e9, layers, limits);
   return 0;
 }

@@ -5,7 +5,8 @@
 # memcpy, OpenBLAS sgemm on the MLP's first product (the peak the step is held to), tierzero's training
 # step (tz_model_bench) and PyTorch's (bench/torch_gpt.py, same model, same FLOP count per family:
 # model/flops.hpp); prints the medians as a table with the tierzero/PyTorch ratio and the fraction of the
-# same run's sgemm rate the step reaches, then the per-layer breakdown of tierzero's step for each config.
+# same run's sgemm rate the step reaches, then each layer slot's time per step against its limit on this CPU
+# (tz_model_bench --limits) for each config.
 #   bash bench/run_model_bench.sh [BUILD_DIR] [REPEATS] [MODELS]   (MODELS default "gpt-tiny gpt-small gpt2")
 #   bash bench/run_model_bench.sh build-rel 3 "gpt-small llama-bench"
 #
@@ -142,34 +143,43 @@ print("cpu-s columns: the same runs counted in CPU seconds of each process (all 
 print("jobs on the machine inflate far less than wall time: PyTorch's CPU seconds per step over tierzero's, and")
 print("tierzero's GFLOP per CPU-second over sgemm's")
 PY
-# Per-layer shares of tierzero's step (forward / backward, fraction of the step's wall time).
+# Per layer slot: tierzero's measured time per step beside its limit on this CPU (tz_model_bench --limits:
+# OpenBLAS sgemm of the slot's products, attention's causal products at the MLP product's sgemm rate, the
+# other passes' least bytes at memcpy's rate), the fraction of the limit reached, and the same by kind.
 profiles=$(mktemp)
 trap 'rm -f "$results" "$profiles"' EXIT
 for config in $configs; do
-  [ "$config" = gpt2 ] && continue  # long steps; its shares follow the small config's, products dominating
   steps=5
   [ "$config" = llama-bench ] && steps=3
+  [ "$config" = gpt2 ] && steps=2
   for threads in 1 2; do
-    OMP_NUM_THREADS=$threads "$bench" --model "$(model_arg "$config")" $(shape "$config") --threads "$threads" \
-      --steps $steps --warmup 1 --profile >>"$profiles"
+    OMP_NUM_THREADS=$threads OPENBLAS_NUM_THREADS=$threads "$bench" --model "$(model_arg "$config")" \
+      $(shape "$config") --threads "$threads" --steps $steps --warmup 1 --limits >>"$profiles"
   done
 done
 "$py" - "$profiles" <<'PY'
 import json, sys
+product_slots = ("qkv", "attn_proj", "fc", "mlp_proj", "lm_head")
+def kind(slot):  # norms, activations, rotary-free passes, residuals, embedding, loss: elementwise
+    return "products" if slot in product_slots else slot if slot in ("attention", "optimizer") else "elementwise"
 for line in open(sys.argv[1]):
     r = json.loads(line)
-    lay = r["layers"]
+    lay, lim, step = r["layers"], r["limits"], r["mean_step_s"]
     name = r["config"].rsplit("/", 1)[-1].removesuffix(".json")
-    print(f"profile {name}, {r['threads']} thread(s): step {r['step_s'] * 1e3:.1f} ms "
-          f"({r['cpu_s'] * 1e3:.1f} CPU ms), shares of the step's wall time")
-    for k, v in lay.items():
-        print(f"  {k:<14}" + (f"fwd {v[0] * 100:5.1f}%  bwd {v[1] * 100:5.1f}%" if isinstance(v, list) else f"{v * 100:5.1f}%"))
-    # Everything that is not a product, attention, the optimizer or unaccounted time is elementwise (norms,
-    # activations, rotary, residuals, embedding, loss), whatever slots the model reports.
-    product_slots = ("qkv", "attn_proj", "fc", "mlp_proj", "lm_head")
-    products = sum(sum(lay[k]) for k in product_slots if k in lay)
-    elementwise = sum(sum(v) for k, v in lay.items()
-                      if k not in product_slots + ("attention", "optimizer", "other"))
-    print(f"  = linear-layer products {products * 100:.1f}%, attention {sum(lay['attention']) * 100:.1f}%, "
-          f"elementwise {elementwise * 100:.1f}%, optimizer {lay['optimizer'] * 100:.1f}%")
+    print(f"limits {name}, {r['threads']} thread(s): step {step * 1e3:.1f} ms ({r['cpu_s'] * 1e3:.1f} CPU ms), "
+          f"{r['gflops'] / r['sgemm_gflops']:.2f} of sgemm's {r['sgemm_gflops']:.1f} GFLOP/s; "
+          f"memcpy {r['memcpy_GBps']:.1f} GB/s")
+    print(f"  {'slot':<14}{'share':>7}{'ms/step':>9}{'limit ms':>10}{'of limit':>9}{'tz gemm ms':>11}")
+    kinds = {}
+    for slot, (limit_s, gemm_s) in lim.items():
+        s = lay[slot] if isinstance(lay[slot], float) else sum(lay[slot])
+        k = kinds.setdefault(kind(slot), [0.0, 0.0])
+        k[0] += s * step
+        k[1] += limit_s
+        frac = f"{limit_s / (s * step):9.2f}" if s > 0 else f"{'-':>9}"
+        print(f"  {slot:<14}{s * 100:6.1f}%{s * step * 1e3:9.2f}{limit_s * 1e3:10.2f}{frac}"
+              + (f"{gemm_s * 1e3:11.2f}" if gemm_s > 0 else ""))
+    for k, (t, limit_s) in kinds.items():
+        print(f"  = {k:<12}{t / step * 100:6.1f}%{t * 1e3:9.2f}{limit_s * 1e3:10.2f}{limit_s / t:9.2f}")
+    print(f"  other (outside every slot) {lay['other'] * 100:.1f}%")
 PY
