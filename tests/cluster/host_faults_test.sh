@@ -14,12 +14,12 @@
 # hosts (6 ranks, the same global batch of 24 sequences, by the same launcher) and its losses are
 # within 1e-5 relative of an uninterrupted 6-rank run on those hosts (docs/checkpoint.md: resume at
 # another world size).
-# mpirun runs with --mca orte_enable_recovery 1: without it Open MPI 4.1's launcher ends the job as soon
-# as it loses a daemon, before the live ranks agree (docs/faults.md, "Faults of a host"). With it, mpirun
-# itself waits for the lost host's daemon after the ranks have ended: the test restores the host
-# (SIGCONT, link up) and ends mpirun, and says how long it stayed. srun must end by itself: once the
-# live ranks have ended, it gives the lost host's part of the step Slurm's KillWait (10 s here) and
-# exits; the test fails if it is still there 30 s after the ranks ended.
+# The faulted run under mpirun has --mca orte_enable_recovery 1: without it Open MPI 4.1's launcher
+# ends the job as soon as it loses a daemon, before the live ranks agree (docs/faults.md, "Faults of
+# a host"). With it, mpirun itself waits for the lost host's daemon after the ranks have ended: the
+# test restores the host (SIGCONT, link up) and ends mpirun, and says how long it stayed. srun must
+# end by itself: once the live ranks have ended, it gives the lost host's part of the step Slurm's
+# KillWait (10 s here) and exits; the test fails if it is still there 30 s after the ranks ended.
 # Exits 77 (skipped) where this machine cannot host the testbed (or, for srun, run Slurm).
 set -uo pipefail
 [ $# -eq 7 ] || [ $# -eq 8 ] ||
@@ -62,14 +62,12 @@ launch() {
     run=(srun --mpi=pmix -N $(($1 / 2)) -n "$1" --ntasks-per-node 2 --kill-on-bad-exit=0 -w "$2")
   else
     run=(bash "$cluster" run -np "$1" --host "${2//,/:2,}:2")
-    [ "$1" != 8 ] || run+=(--mca orte_enable_recovery 1)
   fi
 }
 # The learning rate decays over a fixed 100000 steps, not over each run's --steps, so the faulted run,
-# its resume and the reference share one schedule wherever the fault lands.
-echo '{"tierzero": {"lr_schedule": {"warmup_steps": 20, "decay_steps": 100000}}}' >"$out/schedule.json"
+# its resume and the reference share one schedule wherever the fault lands (fixed_schedule.json).
 train=(train --no-progress --seq 32 --log-every 1 --fp32 --threads 1 --timeout "$timeout_s" --topology "$topology"
-  --config "$out/schedule.json")
+  --config "$(cd "$(dirname "$0")" && pwd)/fixed_schedule.json")
 now() { date +%s.%N; }
 since() { echo "$(now) - $1" | bc; }
 # tierzero processes still inside a host.
@@ -81,6 +79,7 @@ ranks_in() {
 
 # The run the fault hits: 8 ranks, 3 sequences each, a checkpoint every 2 steps.
 launch 8 "$prefix-host1,$prefix-host2,$prefix-host3,$prefix-host4"
+[ "$launcher" = srun ] || run+=(--mca orte_enable_recovery 1)  # the run a host is lost from (see the top)
 timeout 300 "${run[@]}" "$tz" "${train[@]}" --batch 3 --steps 100000 \
   --save-dir "$out/ckpt" --save-every 2 --flight-recorder "$out/flight" >"$out/fault.log" 2>&1 &
 job=$!

@@ -39,10 +39,9 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 srun=(srun --mpi=pmix -N 2 -n 4 --ntasks-per-node 2 --kill-on-bad-exit=0)
 # The learning rate decays over a fixed 100000 steps, not over each run's --steps: the stopped run
 # (--steps 100000), its resume and the uninterrupted reference (--steps S+2) then share one schedule
-# wherever the stop lands, inside the warmup or after it.
-echo '{"tierzero": {"lr_schedule": {"warmup_steps": 20, "decay_steps": 100000}}}' >"$out/schedule.json"
+# wherever the stop lands, inside the warmup or after it (fixed_schedule.json).
 train=(train --no-progress --seq 32 --log-every 1 --fp32 --threads 1 --peak-tflops 1 --batch 2 --plan zero3
-  --config "$out/schedule.json")
+  --config "$(cd "$(dirname "$0")" && pwd)/fixed_schedule.json")
 one_host() {  # the same 4 ranks under mpirun on this machine
   timeout 120 mpirun --oversubscribe --allow-run-as-root --mca btl_vader_single_copy_mechanism none \
     --bind-to none -np 4 "$tz" "${train[@]}" --topology "$topology" --emulate "$@"
