@@ -31,8 +31,8 @@ struct LinearLayerWork {
 struct LayerWork {
   int N = 0;  // rows of every linear layer: B T
   std::vector<LinearLayerWork> linears;
-  double attention_flops_causal = 0;  // forward 2 + backward 5 products over the T (T + 1) / 2 pairs
-  double attention_flops_dense = 0;   // the FLOP formula's: 6 products over all T^2 pairs
+  double attention_flops_causal = 0;        // forward 2 + backward 5 products over the T (T + 1) / 2 pairs
+  double attention_flops_dense = 0;         // the FLOP formula's: 6 products over all T^2 pairs
   std::array<double, kLayerSlots> bytes{};  // least bytes moved per slot, forward + backward
   double optimizer_bytes = 0;               // zeroing, the norm and AdamW: 36 bytes per parameter
 };

@@ -17,10 +17,13 @@ double product_flops(const LayerWork& w) {
   return f;
 }
 
-double slot_bytes(const LayerWork& w, LayerSlot s) { return w.bytes[static_cast<int>(s)]; }
+double slot_bytes(const LayerWork& w, LayerSlot s) {
+  return w.bytes[static_cast<int>(s)];
+}
 
 TEST(LayerWork, ProductsAndDenseAttentionAreTheStepsFlopFormula) {
-  for (const char* name : {"gpt-tiny", "gpt-small", "gpt2-small", "pythia-160m", "smollm-135m", "llama-3.2-1b"}) {
+  for (const char* name :
+       {"gpt-tiny", "gpt-small", "gpt2-small", "pythia-160m", "smollm-135m", "llama-3.2-1b"}) {
     const GptConfig c = load_model(name).config;
     for (int T : {1, 7, 64}) {
       const LayerWork w = layer_work(c, 3, T);
@@ -55,13 +58,15 @@ TEST(LayerWork, Gpt2BytesAsWorkedOutByHand) {
   EXPECT_EQ(w.linears[4].OC, c.vocab_size);
   EXPECT_EQ(w.linears[4].count, 1);
   EXPECT_FALSE(w.linears[4].bias);
-  EXPECT_DOUBLE_EQ(slot_bytes(w, LayerSlot::encoder), 4 * (N * C + T * C + N * C + 2 * N * C + 2 * T * C + N * C));
+  EXPECT_DOUBLE_EQ(slot_bytes(w, LayerSlot::encoder),
+                   4 * (N * C + T * C + N * C + 2 * N * C + 2 * T * C + N * C));
   EXPECT_DOUBLE_EQ(slot_bytes(w, LayerSlot::layernorm), 4 * (2 * L + 1) * (6 * N * C + 4 * N));
   EXPECT_DOUBLE_EQ(slot_bytes(w, LayerSlot::residual), 4 * 6 * L * N * C);
   EXPECT_DOUBLE_EQ(slot_bytes(w, LayerSlot::gelu), 4 * 5 * L * N * F);
   EXPECT_DOUBLE_EQ(slot_bytes(w, LayerSlot::attention), 0.0);  // learned positions: no rotary pass
   EXPECT_DOUBLE_EQ(slot_bytes(w, LayerSlot::cross_entropy), 4 * (4 * N * V + N));
-  for (LayerSlot s : {LayerSlot::qkv, LayerSlot::attn_proj, LayerSlot::fc, LayerSlot::mlp_proj, LayerSlot::lm_head})
+  for (LayerSlot s :
+       {LayerSlot::qkv, LayerSlot::attn_proj, LayerSlot::fc, LayerSlot::mlp_proj, LayerSlot::lm_head})
     EXPECT_EQ(slot_bytes(w, s), 0.0) << layer_slot_name(s);
   EXPECT_DOUBLE_EQ(w.optimizer_bytes, 36.0 * static_cast<double>(c.parameter_count()));
 }
