@@ -14,8 +14,12 @@
 #include "device/cpu/layers.hpp"
 #include "device/cpu/simd.hpp"
 
-// GCC 12's AVX-512 headers trip -Wmaybe-uninitialized on their own _mm512_undefined_* (GCC bug 105593).
+#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ < 13
+// GCC 12's AVX-512 headers trip -Wmaybe-uninitialized on their own _mm512_undefined_* (GCC bug 105593);
+// popped at the end, so that other files of a unity build keep the warning.
+#pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 
 namespace tz {
 namespace {
@@ -172,3 +176,7 @@ void gelu_backward(float* dinp, const float* inp, const float* dout, long n) {
 }
 
 }  // namespace tz
+
+#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ < 13
+#pragma GCC diagnostic pop
+#endif
