@@ -44,8 +44,8 @@ if [ "${TZ_SKIP_SANITIZERS:-0}" != 1 ]; then
   # Real multi-process runs are covered by the Release pass; Open MPI itself is not sanitizer-clean.
   (cd build-asan && ASAN_OPTIONS=detect_leaks=0 ctest --output-on-failure -j 2 --timeout 900 -LE "mpi|slow")
   stage "fuzzing"
-  # libFuzzer targets, 30 s each here (two at a time: about 2 minutes for 7)
-  [ "${TZ_SKIP_FUZZ:-0}" = 1 ] || TZ_FUZZ_SECONDS=${TZ_FUZZ_SECONDS:-30} bash scripts/fuzz.sh build-asan
+  # libFuzzer targets, 20 s each here (two at a time: about 80 s for 7)
+  [ "${TZ_SKIP_FUZZ:-0}" = 1 ] || TZ_FUZZ_SECONDS=${TZ_FUZZ_SECONDS:-20} bash scripts/fuzz.sh build-asan
   # ThreadSanitizer: only the suites whose ranks are threads (races between rank threads, progress
   # threads and the parallel_for pool).
   tsan_suites=(tz_device_tests tz_collective_tests tz_comm_tests tz_quant_tests tz_engine_tests)
