@@ -19,8 +19,9 @@
 namespace tz::bench {
 
 // Times one product (median of `runs` after one warm-up), OpenBLAS's sgemm or tierzero's gemm, on
-// operands of small values: `shape` gives the sizes, transposes and beta (1 accumulates into C, as the
-// weight gradient does); `bias` and `row_sums` add the operands the layer passes there.
+// operands of small values: `g` gives the sizes, transposes and beta (1 accumulates into C, as the
+// weight gradient does; its pointers are replaced); `bias` and `row_sums` add the operands the layer
+// passes there (tierzero's gemm only: sgemm has neither).
 template <class Median>
 double time_product(GemmArgs g, bool bias, bool row_sums, bool openblas, int runs, Median&& median_seconds) {
   const auto M = static_cast<std::size_t>(g.M), N = static_cast<std::size_t>(g.N),
