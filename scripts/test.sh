@@ -25,20 +25,7 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 stage "Release build"
 bash scripts/build.sh build -DTZ_WERROR=ON -DCMAKE_UNITY_BUILD=ON
 stage "Release tests"
-# The cluster tests (label cluster: hosts as network namespaces, about 400 s) mostly wait on links,
-# timeouts and Slurm, using a fifth of a core: they run as one chain in the background, beside the other
-# tests and the sanitizer build, instead of holding one of ctest's two slots; their log is printed when
-# the chain ends (wait_cluster_tests), before the sanitizer tests start.
-(cd build && ctest --output-on-failure -L cluster --timeout 600 >cluster-tests.log 2>&1) &
-cluster_pid=$!
-wait_cluster_tests() {
-  local rc=0
-  wait "$cluster_pid" || rc=$?
-  stage "cluster tests ended (exit $rc); their log:"
-  cat build/cluster-tests.log
-  [ "$rc" = 0 ] || { echo "test.sh: a cluster test failed (above)" >&2; exit 1; }
-}
-(cd build && ctest --output-on-failure -j 2 --timeout 600 -LE cluster)
+(cd build && ctest --output-on-failure -j 2 --timeout 600)
 # The CUDA backend compiles wherever a CUDA toolkit is installed (its tests need a GPU: tz_cuda_tests,
 # docs/backends.md), so a change of the kernel table or the seam that breaks it fails here.
 if command -v nvcc >/dev/null; then
@@ -81,7 +68,6 @@ if [ "${TZ_SKIP_SANITIZERS:-0}" != 1 ]; then
   stage "ASan+UBSan build"
   CC=clang CXX=clang++ bash scripts/build.sh build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTZ_SANITIZE=ON \
     -DTZ_FUZZ=ON -DTZ_WERROR=ON -DCMAKE_UNITY_BUILD=ON -DTZ_BUILD_BENCH=OFF -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -gline-tables-only -DNDEBUG"
-  wait_cluster_tests
   stage "ASan+UBSan tests"
   # Every GoogleTest suite but the slow one (label slow: hundreds of steps), then the other CTest tests
   # (command-line runs: names without the dot of Suite.Case). Real multi-process runs are covered by the
@@ -111,8 +97,7 @@ if [ "${TZ_SKIP_SANITIZERS:-0}" != 1 ]; then
   export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$PWD/scripts/tsan_suppressions.txt"
   run_suites ThreadSanitizer build-tsan tz_device_tests tz_collective_tests tz_comm_tests tz_quant_tests \
     "tz_engine_tests:$tsan_engine_filter"
-else
-  wait_cluster_tests
-  [ "${TZ_SKIP_FUZZ:-0}" = 1 ] || bash scripts/fuzz.sh build-fuzz
+elif [ "${TZ_SKIP_FUZZ:-0}" != 1 ]; then
+  bash scripts/fuzz.sh build-fuzz
 fi
 stage "done"
