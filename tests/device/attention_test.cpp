@@ -10,9 +10,11 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "device/cpu/gemm.hpp"
 #include "device/cpu/layers.hpp"
 #include "model/kernel_threads.hpp"
 #include "model/test_util.hpp"
+#include "support/gemm_isa_test.hpp"
 
 namespace tz {
 namespace {
@@ -107,33 +109,37 @@ std::string shape_name(const GqaShape& s) {
          std::to_string(s.KV) + " D " + std::to_string(s.D);
 }
 
-TEST_P(GqaAttention, TiledMatchesMaterialisedRefAndFiniteDifferences) {
-  for (const GqaShape& s : kGqaShapes) {
-    const int B = s.B, T = s.T, H = s.H, KV = s.KV, D = s.D;
-    const std::string what = shape_name(s);
-    const std::size_t N = std::size_t(B) * T, Q = N * qkv_width(s), O = N * H * D;
-    auto qkv = randn(Q, 1), dy = randn(O, 2);
-    std::vector<float> y(O, 7.0f), y_ref(O), lse(std::size_t(B) * H * T, 7.0f),
-        att_ref(std::size_t(B) * H * T * T);
-    attention_forward(y.data(), lse.data(), qkv.data(), B, T, H, KV, D);
+// The tiled forward and backward of shape s against the materialised _ref (and the lse against a double
+// reference); the _ref backward against finite differences where T is small.
+void expect_tiled_matches_ref(const GqaShape& s) {
+  const int B = s.B, T = s.T, H = s.H, KV = s.KV, D = s.D;
+  const std::string what = shape_name(s);
+  const std::size_t N = std::size_t(B) * T, Q = N * qkv_width(s), O = N * H * D;
+  auto qkv = randn(Q, 1), dy = randn(O, 2);
+  std::vector<float> y(O, 7.0f), y_ref(O), lse(std::size_t(B) * H * T, 7.0f),
+      att_ref(std::size_t(B) * H * T * T);
+  attention_forward(y.data(), lse.data(), qkv.data(), B, T, H, KV, D);
+  attention_forward_ref(y_ref.data(), att_ref.data(), qkv.data(), B, T, H, KV, D);
+  EXPECT_LT(norm_err(y, y_ref), kAttnFastVsRef) << what;
+  const std::vector<double> lse_ref = gqa_lse_ref(qkv, s);
+  for (std::size_t i = 0; i < lse.size(); ++i)
+    ASSERT_NEAR(lse[i], lse_ref[i], 1e-5 * (1 + std::abs(lse_ref[i]))) << what << " row " << i;
+  std::vector<float> dqkv(Q, 9.0f), dqkv_ref(Q);
+  attention_backward(dqkv.data(), dy.data(), qkv.data(), y.data(), lse.data(), B, T, H, KV, D);
+  attention_backward_ref(dqkv_ref.data(), dy.data(), qkv.data(), att_ref.data(), B, T, H, KV, D);
+  EXPECT_LT(norm_err(dqkv, dqkv_ref), kAttnFastVsRef) << what;
+  if (T > 20) return;
+  auto f = [&] {
     attention_forward_ref(y_ref.data(), att_ref.data(), qkv.data(), B, T, H, KV, D);
-    EXPECT_LT(norm_err(y, y_ref), kAttnFastVsRef) << what;
-    const std::vector<double> lse_ref = gqa_lse_ref(qkv, s);
-    for (std::size_t i = 0; i < lse.size(); ++i)
-      ASSERT_NEAR(lse[i], lse_ref[i], 1e-5 * (1 + std::abs(lse_ref[i]))) << what << " row " << i;
-    std::vector<float> dqkv(Q, 9.0f), dqkv_ref(Q);
-    attention_backward(dqkv.data(), dy.data(), qkv.data(), y.data(), lse.data(), B, T, H, KV, D);
-    attention_backward_ref(dqkv_ref.data(), dy.data(), qkv.data(), att_ref.data(), B, T, H, KV, D);
-    EXPECT_LT(norm_err(dqkv, dqkv_ref), kAttnFastVsRef) << what;
-    if (T > 20) continue;
-    auto f = [&] {
-      attention_forward_ref(y_ref.data(), att_ref.data(), qkv.data(), B, T, H, KV, D);
-      return attn_dot(y_ref, dy);
-    };
-    f();
-    attention_backward_ref(dqkv_ref.data(), dy.data(), qkv.data(), att_ref.data(), B, T, H, KV, D);
-    attn_check_fd(qkv, dqkv_ref, f, "attention dqkv " + what, 64);
-  }
+    return attn_dot(y_ref, dy);
+  };
+  f();
+  attention_backward_ref(dqkv_ref.data(), dy.data(), qkv.data(), att_ref.data(), B, T, H, KV, D);
+  attn_check_fd(qkv, dqkv_ref, f, "attention dqkv " + what, 64);
+}
+
+TEST_P(GqaAttention, TiledMatchesMaterialisedRefAndFiniteDifferences) {
+  for (const GqaShape& s : kGqaShapes) expect_tiled_matches_ref(s);
 }
 
 // Grouped-query attention is multi-head attention on k, v repeated to the query heads: out and lse
@@ -187,27 +193,44 @@ TEST(GqaAttentionThreads, BackwardIsBitwiseTheSameOnOneAndTwoThreads) {
 
 // The decode step (one query against a KV cache of rows KV D floats) equals row pos of the materialised
 // forward, for positions in the first key block, at its edge and beyond it.
-TEST_P(GqaAttention, DecodeMatchesMaterialisedRef) {
-  for (const GqaShape& s :
-       {GqaShape{1, 300, 3, 3, 8}, GqaShape{1, 300, 6, 2, 7}, GqaShape{1, 300, 4, 1, 5}}) {
-    const int T = s.T, H = s.H, KV = s.KV, D = s.D;
-    const std::size_t ld = qkv_width(s), C = std::size_t(H) * D, KVD = std::size_t(KV) * D;
-    auto qkv = randn(T * ld, 3);
-    std::vector<float> y_ref(T * C), att_ref(std::size_t(H) * T * T);
-    attention_forward_ref(y_ref.data(), att_ref.data(), qkv.data(), 1, T, H, KV, D);
-    std::vector<float> kc(T * KVD), vc(T * KVD);
-    for (int t = 0; t < T; ++t)
-      for (std::size_t i = 0; i < KVD; ++i) {
-        kc[t * KVD + i] = qkv[t * ld + C + i];
-        vc[t * KVD + i] = qkv[t * ld + C + KVD + i];
-      }
-    for (int pos : {0, 1, 63, 64, 255, 256, 299}) {
-      std::vector<float> out(C, 5.0f), want(y_ref.begin() + pos * C, y_ref.begin() + (pos + 1) * C);
-      attention_decode(out.data(), qkv.data() + std::size_t(pos) * ld, kc.data(), vc.data(), pos, H, KV, D);
-      EXPECT_LT(norm_err(out, want), kAttnFastVsRef) << shape_name(s) << " pos " << pos;
+void expect_decode_matches_ref(const GqaShape& s) {
+  const int T = s.T, H = s.H, KV = s.KV, D = s.D;
+  const std::size_t ld = qkv_width(s), C = std::size_t(H) * D, KVD = std::size_t(KV) * D;
+  auto qkv = randn(T * ld, 3);
+  std::vector<float> y_ref(T * C), att_ref(std::size_t(H) * T * T);
+  attention_forward_ref(y_ref.data(), att_ref.data(), qkv.data(), 1, T, H, KV, D);
+  std::vector<float> kc(T * KVD), vc(T * KVD);
+  for (int t = 0; t < T; ++t)
+    for (std::size_t i = 0; i < KVD; ++i) {
+      kc[t * KVD + i] = qkv[t * ld + C + i];
+      vc[t * KVD + i] = qkv[t * ld + C + KVD + i];
     }
+  for (int pos : {0, 1, 63, 64, 255, 256, 299}) {
+    if (pos >= T) continue;
+    std::vector<float> out(C, 5.0f), want(y_ref.begin() + pos * C, y_ref.begin() + (pos + 1) * C);
+    attention_decode(out.data(), qkv.data() + std::size_t(pos) * ld, kc.data(), vc.data(), pos, H, KV, D);
+    EXPECT_LT(norm_err(out, want), kAttnFastVsRef) << shape_name(s) << " pos " << pos;
   }
 }
+
+TEST_P(GqaAttention, DecodeMatchesMaterialisedRef) {
+  for (const GqaShape& s : {GqaShape{1, 300, 3, 3, 8}, GqaShape{1, 300, 6, 2, 7}, GqaShape{1, 300, 4, 1, 5}})
+    expect_decode_matches_ref(s);
+}
+
+// The tiled kernels on every instruction set this CPU runs: the micro-kernel's register tile (4 x 16,
+// 6 x 16, 12 x 32), so the causal skipping per tile and the query tile's rows, and the row passes' width
+// change with it. Shapes whose T and D cross those tiles, the query tile and the key block.
+using GqaAttentionIsas = test::GemmIsaTest;
+
+TEST_P(GqaAttentionIsas, TiledMatchesMaterialisedRef) {
+  for (const GqaShape& s : {GqaShape{2, 13, 3, 1, 5}, GqaShape{1, 61, 2, 2, 33}, GqaShape{1, 130, 4, 2, 64},
+                            GqaShape{1, 300, 6, 3, 8}, GqaShape{1, 520, 2, 1, 17}})
+    expect_tiled_matches_ref(s);
+  expect_decode_matches_ref({1, 300, 4, 2, 33});
+}
+
+INSTANTIATE_TEST_SUITE_P(Isas, GqaAttentionIsas, test::kEveryGemmIsa, test::gemm_isa_case_name);
 
 TEST(GqaAttentionInput, KeyValueHeadsThatDoNotDivideTheQueryHeadsAreRefused) {
   std::vector<float> qkv(4 * 64, 0.5f), out(64), lse(16), dqkv(4 * 64);

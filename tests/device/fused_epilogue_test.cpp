@@ -18,6 +18,7 @@
 #include "device/kernels.hpp"
 #include "model/kernel_threads.hpp"
 #include "model/test_util.hpp"
+#include "support/gemm_isa_test.hpp"
 
 namespace tz {
 namespace {
@@ -76,19 +77,7 @@ void unfused_epilogue(GemmEpilogue e, float* c, int ldc, const float* in, int ld
   }
 }
 
-class FusedEpilogue : public ::testing::TestWithParam<GemmIsa> {
- protected:
-  void SetUp() override {
-    if (!gemm_isa_supported(GetParam())) GTEST_SKIP() << "this CPU cannot run " << gemm_isa_name(GetParam());
-    saved_ = active_gemm_isa();
-    set_gemm_isa(GetParam());
-  }
-  void TearDown() override {
-    if (gemm_isa_supported(GetParam())) set_gemm_isa(saved_);
-    set_kernel_threads(1);
-  }
-  GemmIsa saved_ = GemmIsa::portable;
-};
+using FusedEpilogue = test::GemmIsaTest;
 
 TEST_P(FusedEpilogue, EveryEpilogueEqualsTheUnfusedPairBitwise) {
   for (int threads : {1, 2}) {
@@ -193,9 +182,7 @@ TEST_P(FusedEpilogue, FusedLinearLayersEqualTheUnfusedSequenceBitwise) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Isas, FusedEpilogue,
-                         ::testing::Values(GemmIsa::portable, GemmIsa::avx2, GemmIsa::avx512),
-                         [](const auto& info) { return std::string(gemm_isa_name(info.param)); });
+INSTANTIATE_TEST_SUITE_P(Isas, FusedEpilogue, test::kEveryGemmIsa, test::gemm_isa_case_name);
 
 // Each element's GELU depends on its value alone: the padded tail of a vector pass equals the same
 // element inside a full vector (what lets a gemm tile's rows match the whole-matrix pass).

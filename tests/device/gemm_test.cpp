@@ -17,6 +17,7 @@
 #include "core/error.hpp"
 #include "model/kernel_threads.hpp"
 #include "model/test_util.hpp"
+#include "support/gemm_isa_test.hpp"
 
 namespace tz {
 namespace {
@@ -40,19 +41,7 @@ const Shape kShapes[] = {
     {false, false, 7, 9, 0},    {false, true, 256, 40, 60},  {true, false, 44, 35, 20},
 };
 
-class Gemm : public ::testing::TestWithParam<GemmIsa> {
- protected:
-  void SetUp() override {
-    if (!gemm_isa_supported(GetParam())) GTEST_SKIP() << "this CPU cannot run " << gemm_isa_name(GetParam());
-    saved_ = active_gemm_isa();
-    set_gemm_isa(GetParam());
-  }
-  void TearDown() override {
-    if (gemm_isa_supported(GetParam())) set_gemm_isa(saved_);
-    set_kernel_threads(1);
-  }
-  GemmIsa saved_ = GemmIsa::portable;
-};
+using Gemm = test::GemmIsaTest;
 
 GemmArgs args_for(const Shape& s, const std::vector<float>& A, const std::vector<float>& B, float* C,
                   const float* bias, float* sums, float alpha, float beta) {
@@ -242,8 +231,7 @@ TEST(GemmIsaChoice, BestIsSupportedAndNamesAreDistinct) {
   EXPECT_NE(gemm_isa_name(GemmIsa::avx2), gemm_isa_name(GemmIsa::avx512));
 }
 
-INSTANTIATE_TEST_SUITE_P(Isas, Gemm, ::testing::Values(GemmIsa::portable, GemmIsa::avx2, GemmIsa::avx512),
-                         [](const auto& info) { return std::string(gemm_isa_name(info.param)); });
+INSTANTIATE_TEST_SUITE_P(Isas, Gemm, test::kEveryGemmIsa, test::gemm_isa_case_name);
 
 }  // namespace
 }  // namespace tz

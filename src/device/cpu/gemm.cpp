@@ -30,6 +30,7 @@
 #include "core/error.hpp"
 #include "core/parallel_for.hpp"
 #include "device/cpu/gemm_kernels.hpp"
+#include "device/cpu/gemm_pack.hpp"
 #include "device/cpu/layers.hpp"
 
 namespace tz {
@@ -61,6 +62,7 @@ Kernel portable_kernel() {
 
 namespace {
 
+using gemm_detail::AlignedFloats;
 using gemm_detail::Kernel;
 using gemm_detail::Tile;
 
@@ -98,26 +100,6 @@ Kernel kernel_for(GemmIsa isa) {
   }
   return gemm_detail::portable_kernel();
 }
-
-// A float buffer aligned to 64 bytes that only grows (kept per thread: no page faults per call).
-class Scratch {
- public:
-  float* get(std::size_t n) {
-    if (n > size_) {
-      data_.reset(static_cast<float*>(std::aligned_alloc(64, (n * sizeof(float) + 63) / 64 * 64)));
-      TZ_CHECK(data_ != nullptr, "gemm: cannot allocate {} floats of scratch", n);
-      size_ = n;
-    }
-    return data_.get();
-  }
-
- private:
-  struct Free {
-    void operator()(float* p) const { std::free(p); }
-  };
-  std::unique_ptr<float, Free> data_;
-  std::size_t size_ = 0;
-};
 
 // One element of op(B) or op(A) as the kernels read it: fp32 as stored, bf16 widened (exact).
 inline float widened(float x) {
@@ -350,6 +332,47 @@ void set_gemm_isa(GemmIsa isa) {
   active() = isa;
 }
 
+namespace gemm_detail {
+
+Kernel active_kernel() {
+  return kernel_for(active());
+}
+
+void pack_a_rows(float* dst, const float* X, std::size_t ld, int m, int kc, int mr) {
+  GemmArgs g{.A = X, .lda = static_cast<int>(ld)};
+  pack_a_for(mr)(dst, g, 0, m, 0, kc, nullptr);
+}
+
+void pack_a_cols(float* dst, const float* X, std::size_t ld, int m, int kc, int mr) {
+  GemmArgs g{.trans_a = true, .A = X, .lda = static_cast<int>(ld)};
+  pack_a_for(mr)(dst, g, 0, m, 0, kc, nullptr);
+}
+
+void pack_b_rows(float* dst, const float* X, std::size_t ld, int kc, int n, int nr) {
+  GemmArgs g{.B = X, .ldb = static_cast<int>(ld)};
+  pack_b_for(nr)(dst, g, 0, n, 0, (n + nr - 1) / nr, 0, kc);
+}
+
+void pack_b_cols(float* dst, const float* X, std::size_t ld, int kc, int n, int nr) {
+  GemmArgs g{.trans_b = true, .B = X, .ldb = static_cast<int>(ld)};
+  pack_b_for(nr)(dst, g, 0, n, 0, (n + nr - 1) / nr, 0, kc);
+}
+
+float* AlignedFloats::get(std::size_t n) {
+  if (n > size_) {
+    data_.reset(static_cast<float*>(std::aligned_alloc(64, (n * sizeof(float) + 63) / 64 * 64)));
+    TZ_CHECK(data_ != nullptr, "gemm: cannot allocate {} floats of scratch", n);
+    size_ = n;
+  }
+  return data_.get();
+}
+
+void AlignedFloats::Free::operator()(float* p) const {
+  std::free(p);
+}
+
+}  // namespace gemm_detail
+
 void gemm(const GemmArgs& g) {
   check_args(g);
   if (g.M == 0 || g.N == 0) return;
@@ -372,7 +395,7 @@ void gemm(const GemmArgs& g) {
   const int task_rows = (m_panels + tasks - 1) / tasks * MR;
   const int ntasks = (g.M + task_rows - 1) / task_rows;
 
-  thread_local Scratch b_scratch;
+  thread_local AlignedFloats b_scratch;
   for (int n0 = 0; n0 < g.N; n0 += kNc) {
     const int nc = std::min(kNc, g.N - n0);
     const int n_panels = (nc + NR - 1) / NR, ncp = n_panels * NR;
@@ -393,7 +416,7 @@ void gemm(const GemmArgs& g) {
       });
       // Step 2: each task's rows against the packed block.
       run(ntasks, 1, [&](std::size_t t0, std::size_t t1) {
-        thread_local Scratch a_scratch;
+        thread_local AlignedFloats a_scratch;
         float* Ap = a_scratch.get(static_cast<std::size_t>(task_rows) * kKc);
         for (std::size_t t = t0; t < t1; ++t) {
           const int m_begin = static_cast<int>(t) * task_rows, m_end = std::min(g.M, m_begin + task_rows);
