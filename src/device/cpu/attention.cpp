@@ -145,7 +145,7 @@ float dot_portable(const float* a, const float* b, int n) {
 }
 
 // The same passes on 16 floats at a time (AVX-512F), the tail under a mask.
-TZ_AVX512F __mmask16 tail_mask(int n) {
+TZ_AVX512F __mmask16 tail_mask(int n) {  // lanes j < n, n in [0, 16]
   return static_cast<__mmask16>((1u << n) - 1);
 }
 
@@ -178,7 +178,7 @@ TZ_AVX512F float exp_shift_sum_avx512(float* a, int n, float shift) {
 TZ_AVX512F void softmax_grad_avx512(float* dp, const float* p, int n, float d, float scale) {
   const __m512 vd = _mm512_set1_ps(d), vscale = _mm512_set1_ps(scale);
   for (int j = 0; j < n; j += 16) {
-    const __mmask16 k = n - j >= 16 ? static_cast<__mmask16>(0xFFFF) : tail_mask(n - j);
+    const __mmask16 k = tail_mask(std::min(16, n - j));
     const __m512 diff = _mm512_sub_ps(_mm512_maskz_loadu_ps(k, dp + j), vd);
     _mm512_mask_storeu_ps(dp + j, k,
                           _mm512_mul_ps(_mm512_mul_ps(_mm512_maskz_loadu_ps(k, p + j), diff), vscale));
@@ -188,7 +188,7 @@ TZ_AVX512F void softmax_grad_avx512(float* dp, const float* p, int n, float d, f
 TZ_AVX512F float dot_avx512(const float* a, const float* b, int n) {
   __m512 acc = _mm512_setzero_ps();
   for (int j = 0; j < n; j += 16) {
-    const __mmask16 k = n - j >= 16 ? static_cast<__mmask16>(0xFFFF) : tail_mask(n - j);
+    const __mmask16 k = tail_mask(std::min(16, n - j));
     acc = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(k, a + j), _mm512_maskz_loadu_ps(k, b + j), acc);
   }
   return _mm512_reduce_add_ps(acc);
@@ -246,6 +246,10 @@ struct TileScratch {
   AlignedFloats pa;              // one A panel of P, dS or their transposes
   AlignedFloats dkv;             // dk and dv of a key/value head, T x D each
   std::vector<float> s, dp, row_a, row_b, d;
+  // One A panel as deep as a key block or a query tile (the depths of the products after the scores).
+  float* a_panel(const Micro& u) {
+    return pa.get(packed_floats(u.mr(), u.mr(), std::max(kKeyBlock, u.tile_rows)));
+  }
   void reserve(int T, int tile_rows) {
     const std::size_t block = static_cast<std::size_t>(tile_rows) * kKeyBlock;
     if (s.size() < block) s.resize(block), dp.resize(block);
@@ -350,10 +354,10 @@ void keys_accumulate(float* acc, int ld, const float* x, const float* y_packed, 
 void attend_rows(const HeadRows& h, int rows, int first, int hs, float scale, float* o, int ldo, float* lse,
                  const RowOps& ops, const Micro& u) {
   const int keys = first + rows;
-  TileScratch& w = tile_scratch(0, u.tile_rows);
+  TileScratch& w = tile_scratch(0, u.tile_rows);  // no per-row D_t in forward
   const float* kt = pack_keys_as_columns(w.kt, h.k, h.ldkv, keys, hs, u);
   const float* vr = pack_keys_as_rows(w.vr, h.v, h.ldkv, keys, hs, u);
-  float* pa = w.pa.get(packed_floats(u.mr(), u.mr(), std::max(kKeyBlock, u.tile_rows)));
+  float* pa = w.a_panel(u);
   float *s = w.s.data(), *mx = w.row_a.data(), *l = w.row_b.data();
   for (int r0 = 0; r0 < rows; r0 += u.tile_rows) {
     const int m = std::min(u.tile_rows, rows - r0), tf = first + r0, tile_keys = tf + m;
@@ -434,7 +438,7 @@ void group_backward(float* dqkv, const float* dout, const float* qkv, const floa
   const float* kt = pack_keys_as_columns(w.kt, k, ld, T, hs, u);
   const float* vt = pack_keys_as_columns(w.vt, v, ld, T, hs, u);
   const float* kr = pack_keys_as_rows(w.kr, k, ld, T, hs, u);
-  float* pa = w.pa.get(packed_floats(u.mr(), u.mr(), std::max(kKeyBlock, u.tile_rows)));
+  float* pa = w.a_panel(u);
   float *p = w.s.data(), *dp = w.dp.data(), *d = w.d.data();
   const int G = L.group();
   for (int h = kv * G; h < (kv + 1) * G; ++h) {
