@@ -8,7 +8,10 @@
 // slot (filled - freed < depth) and copies chunks out of q's ring for it as soon as q has filled
 // them, publishing each chunk; with nothing to do it sleeps on its doorbell, which a peer rings
 // after each publication that concerns it. No step waits for the whole group: a slow pair only
-// holds up its own two ranks, and a rank whose peers are all ahead never waits at all.
+// holds up its own two ranks, and a rank whose peers are all ahead never waits at all. So a sender
+// may be several calls ahead of a receiver: each block's length and call travel in a header keyed by
+// its first chunk (SharedArena::set_pair_block), which the receiver checks against its own offsets
+// before it takes the block, so blocks the ranks disagree on are reported, never mixed up.
 //
 // Between the pair-ring call and the arena's round-based collectives the usual rules hold: the
 // call takes two rounds (both staging buffers), waits, when another collective used the arena
@@ -33,7 +36,9 @@ namespace tz {
 PairRingShape pair_ring_shape(std::size_t staging_bytes, int p) {
   // The arena gives every rank at least 16 bytes of staging per rank, so a ring holds two chunks.
   const std::size_t ring = staging_bytes / std::max(p - 1, 1);
-  const std::size_t depth = std::clamp<std::size_t>(ring / kPairRingChunkBytes, 2, 64);
+  // At most as deep as the arena keeps block headers (SharedArena::set_pair_block).
+  const std::size_t depth =
+      std::clamp<std::size_t>(ring / kPairRingChunkBytes, 2, SharedArena::kPairBlockSlots);
   const std::size_t chunk = ring / depth;
   return {.chunk_bytes = chunk >= 64 ? chunk / 64 * 64 : std::max<std::size_t>(chunk, 1), .depth = depth};
 }
@@ -50,6 +55,22 @@ struct PairFlow {
   std::uint64_t next_chunk = 0;
   bool finished() const { return done == bytes; }
 };
+
+// The header of the block a receive's next chunk starts: it must be this call's block, start at
+// that chunk and be as long as expected. Blocks the ranks disagree on show here: a length that
+// differs, or (a block the sender left empty or sent longer than expected) a chunk that starts a
+// block of another call or none.
+void check_block(const Collective& c, const SharedArena::PairBlock& block, const PairFlow& f,
+                 std::uint64_t call) {
+  if (block.call != call || block.first_chunk != f.next_chunk)
+    throw CommError(
+        fmt::format("{}: rank {} sends no block in this call where {} bytes are expected (the "
+                    "ranks disagree on which blocks are empty or how long they are)",
+                    c.describe(), f.peer, f.bytes));
+  if (block.bytes != f.bytes)
+    throw CommError(fmt::format("{}: rank {} sends {} bytes where {} are expected", c.describe(), f.peer,
+                                block.bytes, f.bytes));
+}
 
 }  // namespace
 
@@ -79,7 +100,6 @@ void all_to_all_pair_rings(Collective& c, SharedArena& arena, const std::byte* s
   for (int k = 1; k < p; ++k) {  // rotated: no common first destination or source
     const int j = (r + k) % p, q = (r - k + p) % p;
     const std::size_t out = send_offsets[j + 1] - send_offsets[j], in = recv_offsets[q + 1] - recv_offsets[q];
-    arena.set_pair_bytes(r, j, call, out);  // published with the first chunk (filled is a seq_cst store)
     if (out > 0)
       sends.push_back({.peer = j,
                        .from = send + send_offsets[j],
@@ -100,6 +120,9 @@ void all_to_all_pair_rings(Collective& c, SharedArena& arena, const std::byte* s
       const std::uint64_t freed = arena.pair_value(r, f.peer, PC::freed);
       while (!f.finished() && f.next_chunk - freed < shape.depth) {
         const std::size_t n = std::min(shape.chunk_bytes, f.bytes - f.done);
+        // Published with the chunk (filled is a seq_cst store).
+        if (f.done == 0)
+          arena.set_pair_block(r, f.peer, {.call = call, .first_chunk = f.next_chunk, .bytes = f.bytes});
         std::memcpy(slot(r, f.peer, f.next_chunk), f.from + f.done, n);
         f.done += n;
         arena.pair_publish(c, r, f.peer, PC::filled, ++f.next_chunk);
@@ -112,9 +135,7 @@ void all_to_all_pair_rings(Collective& c, SharedArena& arena, const std::byte* s
       const std::uint64_t filled = arena.pair_value(f.peer, r, PC::filled);
       if (f.done == 0 && filled > f.next_chunk) {
         c.transport().inject_delay();  // between seeing the counter and reading (delay injection)
-        if (const std::uint64_t offered = arena.pair_bytes(f.peer, r, call); offered != f.bytes)
-          throw CommError(fmt::format("{}: rank {} sends {} bytes where {} are expected", c.describe(),
-                                      f.peer, offered, f.bytes));
+        check_block(c, arena.pair_block(f.peer, r, f.next_chunk), f, call);
       }
       while (!f.finished() && f.next_chunk < filled) {
         const std::size_t n = std::min(shape.chunk_bytes, f.bytes - f.done);

@@ -29,8 +29,12 @@ class Workspace {
 
 class Collective {
  public:
+  // `group` is kept by reference (the communicator's label outlives its collectives), so a
+  // temporary is refused at compile time: it would dangle by the time a report names it.
   Collective(Transport& transport, Workspace& workspace, std::string_view op, const std::string& group,
              std::uint64_t seq, double timeout_s, std::size_t chunk_bytes);
+  Collective(Transport&, Workspace&, std::string_view, std::string&&, std::uint64_t, double,
+             std::size_t) = delete;
 
   int rank() const { return transport_.rank(); }
   int size() const { return transport_.size(); }

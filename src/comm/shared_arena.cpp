@@ -95,9 +95,11 @@ std::size_t rank_stride(std::size_t slot_bytes, int p) {
   return kRankHeader + cross_header_bytes(p) + 2 * slot_bytes;
 }
 
-// After the ranks: a doorbell line per rank (the word, then its sleeper count), then 128 bytes per
-// ordered pair (`filled` and the bytes of two calls on one cache line, `freed` on the next).
-constexpr std::size_t kDoorbellBytes = 64, kPairEntryBytes = 128;
+// After the ranks: a doorbell line per rank (the word, then its sleeper count), then per ordered
+// pair `filled` and `freed` on a cache line each and the block headers, three words each (the call
+// stored plus one, so that the zero-filled segment reads as no call; the first chunk; the bytes).
+constexpr std::size_t kDoorbellBytes = 64, kPairHeaderBytes = 24;
+constexpr std::size_t kPairEntryBytes = 128 + kPairHeaderBytes * SharedArena::kPairBlockSlots;
 std::size_t pair_area_bytes(int p) {
   return kDoorbellBytes * p + kPairEntryBytes * static_cast<std::size_t>(p) * p;
 }
@@ -432,14 +434,27 @@ std::uint64_t SharedArena::pair_value(int from, int to, PairCounter which) const
   return std::atomic_ref(*word).load(std::memory_order_seq_cst);
 }
 
-void SharedArena::set_pair_bytes(int from, int to, std::uint64_t call, std::uint64_t bytes) const {
-  auto* word = reinterpret_cast<std::uint64_t*>(pair_entry(from, to)) + 1 + call % 2;
-  std::atomic_ref(*word).store(bytes, std::memory_order_relaxed);
+namespace {
+std::uint64_t* pair_header(std::byte* entry, std::uint64_t first_chunk) {
+  return reinterpret_cast<std::uint64_t*>(entry + 128 +
+                                          kPairHeaderBytes * (first_chunk % SharedArena::kPairBlockSlots));
+}
+}  // namespace
+
+// Relaxed: the sender's `filled` store (seq_cst) that follows publishes them, and the receiver
+// reads them after its load of `filled`.
+void SharedArena::set_pair_block(int from, int to, PairBlock block) const {
+  std::uint64_t* h = pair_header(pair_entry(from, to), block.first_chunk);
+  std::atomic_ref(h[0]).store(block.call + 1, std::memory_order_relaxed);
+  std::atomic_ref(h[1]).store(block.first_chunk, std::memory_order_relaxed);
+  std::atomic_ref(h[2]).store(block.bytes, std::memory_order_relaxed);
 }
 
-std::uint64_t SharedArena::pair_bytes(int from, int to, std::uint64_t call) const {
-  auto* word = reinterpret_cast<std::uint64_t*>(pair_entry(from, to)) + 1 + call % 2;
-  return std::atomic_ref(*word).load(std::memory_order_relaxed);
+SharedArena::PairBlock SharedArena::pair_block(int from, int to, std::uint64_t chunk) const {
+  std::uint64_t* h = pair_header(pair_entry(from, to), chunk);
+  return {.call = std::atomic_ref(h[0]).load(std::memory_order_relaxed) - 1,
+          .first_chunk = std::atomic_ref(h[1]).load(std::memory_order_relaxed),
+          .bytes = std::atomic_ref(h[2]).load(std::memory_order_relaxed)};
 }
 
 std::byte* SharedArena::doorbell_line(int rank) const {

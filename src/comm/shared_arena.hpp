@@ -106,19 +106,29 @@ class SharedArena {
 
   // Per-pair flow control (the pair-ring all-to-all, all_to_all_pair_rings.cpp). For every ordered
   // pair (from, to) two counters that only grow over the arena's life, each on its own cache line:
-  // `filled` (chunks `from` has put in its ring for `to`, written by `from`, beside the bytes it
-  // sends `to` in the current and the previous call) and `freed` (chunks `to` has copied out,
-  // written by `to`). Each rank also has a doorbell that a peer rings after publishing a pair counter
-  // this rank may wait on, so that a rank with nothing to do sleeps on one word whatever it waits for.
+  // `filled` (chunks `from` has put in its ring for `to`, written by `from`) and `freed` (chunks `to`
+  // has copied out, written by `to`), then the block headers (below). Each rank also has a doorbell
+  // that a peer rings after publishing a pair counter this rank may wait on, so that a rank with
+  // nothing to do sleeps on one word whatever it waits for.
   enum class PairCounter { filled = 0, freed = 1 };
   std::uint64_t pair_value(int from, int to, PairCounter which) const;
   // Sets the pair counter (this rank must be `from` for filled, `to` for freed) and rings the
   // doorbell of the pair's other rank.
   void pair_publish(Collective& c, int from, int to, PairCounter which, std::uint64_t value) const;
-  // The bytes `from` sends `to` in the call of parity `call % 2` (set by `from` before its first
-  // chunk of that call, read by `to` once it has seen that chunk filled).
-  void set_pair_bytes(int from, int to, std::uint64_t call, std::uint64_t bytes) const;
-  std::uint64_t pair_bytes(int from, int to, std::uint64_t call) const;
+  // The header of a block `from` sends `to`: the pair-ring call it belongs to, the number of its
+  // first chunk and its bytes, kept in header slot first_chunk % kPairBlockSlots. `from` sets it before it
+  // publishes that chunk; `to` reads it once it has seen the chunk filled and before it frees it. A sender
+  // may run several calls ahead of a receiver (its blocks wait in the ring, and empty blocks take no chunk),
+  // but never more than a ring's depth (<= kPairBlockSlots) of chunks past what the receiver has freed, so
+  // the header of a block not yet read is never overwritten. A slot never written reads as call kNoPairCall.
+  static constexpr std::uint64_t kPairBlockSlots = 64;
+  static constexpr std::uint64_t kNoPairCall = ~std::uint64_t{0};
+  struct PairBlock {
+    std::uint64_t call = kNoPairCall, first_chunk = 0, bytes = 0;
+  };
+  void set_pair_block(int from, int to, PairBlock block) const;
+  // The header in the slot of chunk `chunk` (a block that starts there, or an older one or none).
+  PairBlock pair_block(int from, int to, std::uint64_t chunk) const;
   // This rank's doorbell (read it before checking what it waits for).
   std::uint64_t doorbell() const;
   // Polls, then sleeps until this rank's doorbell differs from `seen`; false at c's deadline (the

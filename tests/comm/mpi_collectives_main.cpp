@@ -112,7 +112,8 @@ void check_pair_rings_uneven() {
   MPI_Comm_dup(MPI_COMM_WORLD, &dup);
   auto transport = make_mpi_transport(dup);
   Workspace ws;
-  Collective c(*transport, ws, "all_to_all", "pair-rings", 1, 60, 1 << 20);
+  const std::string group = "pair-rings";
+  Collective c(*transport, ws, "all_to_all", group, 1, 60, 1 << 20);
   const int p = c.size(), r = c.rank();
   auto arena = SharedArena::open(c, 256, false, p);
   EXPECT(arena != nullptr, "rank {}: no arena", r);

@@ -2,11 +2,14 @@
 // transports at 1-8 ranks: uneven and empty blocks through rings of a few bytes (many chunks per
 // block, rings wrapping many times), many calls in a row on one arena and calls mixed with the
 // arena's round-based collectives, with and without injected delays; results equal a plain
-// reference (each block copied from the sender's buffer) and the pairwise exchange's. A length that
-// differs from the receiver's is named, and so is a rank that never arrives.
+// reference (each block copied from the sender's buffer) and the pairwise exchange's; a receiver
+// that arrives calls behind its sender still gets each call's block. A length that differs from the
+// receiver's is named, so is a block the sender left empty, and so is a rank that never arrives.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
+#include <thread>
 #include <vector>
 
 #include "comm/algorithms.hpp"
@@ -137,6 +140,45 @@ TEST(PairRingAllToAll, LengthMismatchNamesTheSender) {
         all_to_all_pair_rings(c, arena, s.data(), send, d.data(), recv);
       });
   EXPECT_NE(errors[1].find("rank 0 sends 8 bytes where 4 are expected"), std::string::npos) << errors[1];
+}
+
+// A sender may finish calls while its receiver has not yet started the first (its blocks wait in
+// the ring, and the receiver sends it nothing). Rank 1 arrives late; meanwhile rank 0 runs calls 0-2
+// and starts call 3, so the header of its block of call 0 must still be there when rank 1 reads it.
+TEST(PairRingAllToAll, ReceiverArrivingCallsBehindItsSender) {
+  const std::size_t to_1[] = {10, 0, 20, 30, 0, 40}, to_0[] = {0, 0, 0, 5, 0, 7};
+  on_arena(2, 64, 30, [&](int r, Collective& c, SharedArena& arena) {
+    if (r == 1) std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    for (int call = 0; call < 6; ++call) {
+      const std::size_t out = r == 0 ? to_1[call] : to_0[call], in = r == 0 ? to_0[call] : to_1[call];
+      const std::vector<std::size_t> send =
+          r == 0 ? std::vector<std::size_t>{0, 0, out} : std::vector<std::size_t>{0, out, out};
+      const std::vector<std::size_t> recv =
+          r == 0 ? std::vector<std::size_t>{0, 0, in} : std::vector<std::size_t>{0, in, in};
+      std::vector<std::byte> s(out), d(in, std::byte{0xEE});
+      for (std::size_t k = 0; k < out; ++k) s[k] = ring_pattern(r, 1 - r, k, call);
+      all_to_all_pair_rings(c, arena, s.data(), send, d.data(), recv);
+      for (std::size_t k = 0; k < in; ++k)
+        ASSERT_EQ(d[k], ring_pattern(1 - r, r, k, call)) << "rank " << r << " call " << call << " byte " << k;
+    }
+  });
+}
+
+// Rank 0 leaves its block for rank 1 empty in the first call, where rank 1 expects 8 bytes, and
+// sends 8 in the second: rank 1 must not take the second call's block for the first's.
+TEST(PairRingAllToAll, BlockLeftEmptyBySenderIsNamed) {
+  const std::vector<std::string> errors =
+      test::errors_with_an_absent_rank("all_to_all", 4, -1, [](int r, Collective& c, SharedArena& arena) {
+        std::vector<std::byte> s(24), d(24);
+        for (int call = 0; call < 2; ++call) {
+          std::vector<std::size_t> send = {0, 8, 16, 24}, recv = {0, 8, 16, 24};
+          if (r == 0 && call == 0) send = {0, 8, 8, 16};  // nothing for rank 1
+          all_to_all_pair_rings(c, arena, s.data(), send, d.data(), recv);
+        }
+      });
+  EXPECT_NE(errors[1].find("rank 0 sends no block in this call where 8 bytes are expected"),
+            std::string::npos)
+      << errors[1];
 }
 
 TEST(PairRingAllToAll, RankThatNeverArrivesIsNamedAtTheDeadline) {
