@@ -23,6 +23,7 @@ struct BenchCommArgs {
   double timeout_s = 300;
   std::string shared_memory = "on";
   std::string single_copy = "on";
+  std::string shared_all_to_all = "auto";
   std::size_t shared_slot_bytes = CommOptions{}.shared_slot_bytes;
   CommBenchOptions bench;
 };
@@ -59,7 +60,8 @@ int run_bench_comm(BenchCommArgs args) {
                        .timeout_s = args.timeout_s,
                        .shared_memory = args.shared_memory == "on",
                        .shared_slot_bytes = args.shared_slot_bytes,
-                       .shared_single_copy = args.single_copy == "on"},
+                       .shared_single_copy = args.single_copy == "on",
+                       .shared_all_to_all = parse_shared_all_to_all(args.shared_all_to_all)},
                       [&](Mesh& mesh) {
                         check_buffers_fit(args.bench, launch_local_size());
                         CommBenchOptions bench = args.bench;
@@ -103,8 +105,13 @@ const bool bench_comm_registered = register_bench(
                 "on: ranks of one host run the shared-memory collectives; off: the transport's ring, "
                 "pairwise exchange and tree");
        o.choice("--single-copy", args->single_copy, {"on", "off"},
-                "on: where the host lets ranks read each other's memory, the shared all-to-all (and the "
-                "all-gather of 2 ranks) copy each block once, in place; off: always through staging");
+                "on: where the host lets ranks read each other's memory, the all-gather of 2 ranks (and the "
+                "all-to-all of --shared-all-to-all in-place) copy each block once, in place; off: always "
+                "through staging");
+       o.choice("--shared-all-to-all", args->shared_all_to_all, {"auto", "pair-rings", "rounds", "in-place"},
+                "the shared-memory all-to-all: staged through a ring per sender and receiver pair, staged in "
+                "rounds of the whole group, or in place (where --single-copy on and the host allow it); "
+                "auto: pair rings while each rank has a core, rounds on a crowded host");
        o.size_bytes("--shared-slot-bytes", args->shared_slot_bytes, 1, 1ull << 30,
                     "staging buffer per rank of the shared-memory collectives (two per rank; 64K, 1M, ...)");
        o.real("--timeout", args->timeout_s, 0, 86400, "seconds before a collective is reported as hung", "",

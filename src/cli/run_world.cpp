@@ -178,6 +178,7 @@ int run_on_world(const WorldOptions& o, const std::function<void(Mesh&)>& body) 
       comm.shared_memory_reduce_scatter = o.shared_memory;
   comm.shared_slot_bytes = o.shared_slot_bytes;
   comm.shared_memory_single_copy = o.shared_single_copy;
+  comm.shared_all_to_all = o.shared_all_to_all;
   comm.check_collectives = o.check_collectives;
   install_flight_signals();
   if (o.threads > 0) {

@@ -40,6 +40,7 @@ struct WorldOptions {
   bool shared_memory = true;            // false: no shared-memory collectives (the transport's algorithms)
   std::size_t shared_slot_bytes = CommOptions{}.shared_slot_bytes;  // per-rank staging buffer
   bool shared_single_copy = true;  // false: the shared collectives always stage (no in-place reads)
+  SharedAllToAll shared_all_to_all = SharedAllToAll::automatic;  // CommOptions::shared_all_to_all
   // Faults (docs/faults.md): agree on every collective's signature first; the start-up deadline
   // (MPI_Init and the first exchange); the flight-recorder directory ("" or "off": none).
   bool check_collectives = false;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "comm/collective.hpp"
+#include "comm/comm_options.hpp"
 #include "core/dtype.hpp"
 
 namespace tz {
@@ -55,12 +56,21 @@ void all_reduce_shared(Collective& c, SharedArena& arena, const std::byte* send,
 void all_to_all_pairwise(Collective& c, const std::byte* send, std::span<const std::size_t> send_offsets,
                          std::byte* recv, std::span<const std::size_t> recv_offsets);
 
-// all_to_all_shared.cpp: the same result as all_to_all_pairwise, for ranks that share `arena`: each
-// block is copied once into shared memory and once out. `max_block_bytes` is the largest block any
-// rank sends in this call and must be the same on every rank (it fixes the number of rounds).
+// all_to_all_shared.cpp: the same result as all_to_all_pairwise, for ranks that share `arena`.
+// all_to_all_rounds: each block is copied once into shared memory and once out, in rounds of the
+// whole group. `max_block_bytes` is the largest block any rank sends in this call and must be the
+// same on every rank (it fixes the number of rounds). all_to_all_shared: in place (each block copied
+// once, exchange_in_place) where arena.cross_memory(), else all_to_all_rounds.
 void all_to_all_shared(Collective& c, SharedArena& arena, const std::byte* send,
                        std::span<const std::size_t> send_offsets, std::byte* recv,
                        std::span<const std::size_t> recv_offsets, std::size_t max_block_bytes);
+void all_to_all_rounds(Collective& c, SharedArena& arena, const std::byte* send,
+                       std::span<const std::size_t> send_offsets, std::byte* recv,
+                       std::span<const std::size_t> recv_offsets, std::size_t max_block_bytes);
+// The shared all-to-all that `asked` runs on `arena` (comm_options.hpp): automatic resolves to pair
+// rings on a host where every rank has a core and to rounds on a crowded one; in_place stays in
+// place only where the arena allows it (else rounds).
+SharedAllToAll resolve_shared_all_to_all(SharedAllToAll asked, const SharedArena& arena);
 
 // all_to_all_pair_rings.cpp: the same result as all_to_all_pairwise, for ranks that share `arena`:
 // each (source, destination) pair streams its block through its own ring of chunks in the source's

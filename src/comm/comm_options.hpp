@@ -31,6 +31,20 @@ inline constexpr std::uint32_t kMaxInjectedDelayUs = 100000;  // 0.1 s: larger o
 // "SEED:MAX_US" (e.g. "7:2000"), or "off". InputError naming `option` and the text otherwise.
 DelayInjection parse_delay_injection(std::string_view text, std::string_view option = "delay injection");
 
+// The shared-memory all-to-all: staged through a ring per (source, destination) pair
+// (all_to_all_pair_rings.cpp: a slow pair holds up only its own two ranks), staged in rounds that
+// each wait for the whole group (all_to_all_shared.cpp), or in place (each block copied once, by the
+// kernel, straight from the sender's buffer: exchange_in_place.cpp; staged in rounds where the host
+// does not allow it or shared_memory_single_copy is off). `automatic`: pair rings while every rank of
+// the host has a core of its own, rounds once they outnumber its cores (then a rank runs only when
+// the scheduler lets it, and a wake-up per chunk costs more than a wait per round). Measured on 2
+// cores (docs/algorithms.md), staging beat the in-place copy at 2-8 ranks, pair rings at 2, rounds at 4
+// and 8.
+enum class SharedAllToAll : std::uint8_t { automatic, pair_rings, rounds, in_place };
+std::string_view shared_all_to_all_name(SharedAllToAll a);  // "auto", "pair-rings", "rounds", "in-place"
+// The inverse; InputError naming `option` and the text otherwise.
+SharedAllToAll parse_shared_all_to_all(std::string_view text, std::string_view option = "shared all-to-all");
+
 struct CommOptions {
   // Where the buffers handed to collectives live (device/backend.hpp). The transports are not
   // device-aware: for a backend whose memory the host cannot address, each collective copies its
@@ -63,10 +77,13 @@ struct CommOptions {
   bool shared_memory_broadcast = true;
   bool shared_memory_reduce_scatter = true;
   // Where the host lets the ranks read each other's memory (process_vm_readv: the same user, no
-  // ptrace restriction; probed once per group, all ranks agree), the shared all-to-all (and the
-  // all-gather of two ranks) copy every block once, straight from the sender's buffer into the
-  // receiver's (exchange_in_place.cpp), instead of in and out of staging. Off: always staged.
+  // ptrace restriction; probed once per group, all ranks agree), the all-gather of two ranks (and the
+  // all-to-all, where shared_all_to_all asks for in_place) copy every block once, straight from the
+  // sender's buffer into the receiver's (exchange_in_place.cpp), instead of in and out of staging.
+  // Off: always staged.
   bool shared_memory_single_copy = true;
+  // Which shared-memory all-to-all runs (when shared_memory_all_to_all is on).
+  SharedAllToAll shared_all_to_all = SharedAllToAll::automatic;
   std::size_t shared_slot_bytes = std::size_t{1} << 20;
   // Ranks this host runs in all, processes or threads, of every group (0: not known, a group then
   // counts only its own ranks). A shared-memory wait polls long only while the host has a core per

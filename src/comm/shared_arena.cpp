@@ -283,9 +283,13 @@ void sweep_stale_shared_segments_once() {
   std::call_once(swept, [] { sweep_stale_shared_segments(); });
 }
 
+bool host_crowded(int group_ranks, int ranks_on_host, long cpus) {
+  return cpus <= 0 || std::max(group_ranks, ranks_on_host) > cpus;
+}
+
 Clock::duration arena_spin(int group_ranks, int ranks_on_host, long cpus) {
-  const int ranks = std::max(group_ranks, ranks_on_host);
-  return cpus > 0 && ranks <= cpus ? Clock::duration(kSpinAlone) : Clock::duration(kSpinCrowded);
+  return host_crowded(group_ranks, ranks_on_host, cpus) ? Clock::duration(kSpinCrowded)
+                                                        : Clock::duration(kSpinAlone);
 }
 
 std::unique_ptr<SharedArena> SharedArena::open(Collective& c, std::size_t slot_bytes, bool cross_memory,
@@ -402,6 +406,7 @@ SharedArena::SharedArena(std::byte* base, std::size_t mapped_bytes, int ranks, i
                          std::size_t slot_bytes, int ranks_on_host)
     : base_(base), mapped_bytes_(mapped_bytes), ranks_(ranks), rank_(rank), slot_bytes_(slot_bytes) {
   // Online cores, not the affinity mask: mpirun pins small jobs.
+  crowded_ = host_crowded(ranks, ranks_on_host, sysconf(_SC_NPROCESSORS_ONLN));
   spin_ = arena_spin(ranks, ranks_on_host, sysconf(_SC_NPROCESSORS_ONLN));
 }
 

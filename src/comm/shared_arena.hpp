@@ -69,6 +69,8 @@ class SharedArena {
 
   int ranks() const { return ranks_; }
   Clock::duration spin() const { return spin_; }  // how long a wait polls before it sleeps
+  // The host's ranks outnumber its cores (host_crowded): a rank runs only when the scheduler lets it.
+  bool crowded() const { return crowded_; }
   std::size_t slot_bytes() const { return slot_bytes_; }
   std::uint64_t next_round() { return ++round_; }
   std::byte* buffer(int rank, std::uint64_t round) const;
@@ -166,15 +168,18 @@ class SharedArena {
   std::size_t slot_bytes_;
   std::uint64_t round_ = 0;
   Clock::duration spin_{};  // how long a wait polls before it sleeps
+  bool crowded_ = true;
   bool cross_memory_ = false;
   std::vector<int> pending_;  // drain's scratch, kept to avoid an allocation per round
   std::uint64_t pair_calls_ = 0;
   std::uint64_t pair_end_round_ = 0;  // the round the last pair-ring call ended with
 };
 
-// How long a wait of a group of `group_ranks` polls before it sleeps, on a host that runs
-// `ranks_on_host` ranks in all (0: not known, the group's own count) on `cpus` cores (<= 0: not
-// known): long while every rank has a core, short once the host's ranks outnumber its cores.
+// Whether a host that runs `ranks_on_host` ranks in all (0: not known, the group's own count
+// `group_ranks`) on `cpus` cores (<= 0: not known, taken as crowded) has more ranks than cores.
+bool host_crowded(int group_ranks, int ranks_on_host, long cpus);
+// How long a wait of such a group polls before it sleeps: long while every rank has a core, short
+// once the host is crowded.
 Clock::duration arena_spin(int group_ranks, int ranks_on_host, long cpus);
 
 // Unlinks /dev/shm/tierzero-<pid>-* objects whose creating process no longer exists (kill(pid, 0)

@@ -166,7 +166,16 @@ class StreamCommunicator final : public Communicator {
                     const std::vector<std::size_t> off = uniform_block_offsets(block, size());
                     if (SharedArena* arena = arena_for(c, algorithm, options_.shared_memory_all_to_all)) {
                       started(c, CollectiveKind::all_to_all, StepAlgorithm::shared_memory);
-                      all_to_all_shared(c, *arena, io.in, off, io.out, off, block);
+                      switch (resolve_shared_all_to_all(options_.shared_all_to_all, *arena)) {
+                        case SharedAllToAll::pair_rings:
+                          all_to_all_pair_rings(c, *arena, io.in, off, io.out, off);
+                          break;
+                        case SharedAllToAll::in_place:
+                          all_to_all_shared(c, *arena, io.in, off, io.out, off, block);
+                          break;
+                        default:
+                          all_to_all_rounds(c, *arena, io.in, off, io.out, off, block);
+                      }
                     } else {
                       started_on_transport(c, CollectiveKind::all_to_all, algorithm, StepAlgorithm::pairwise);
                       all_to_all_pairwise(c, io.in, off, io.out, off);

@@ -249,6 +249,44 @@ TEST(CollectivesMisc, NonBlockingWorksCompleteInIssueOrder) {
   });
 }
 
+// Every shared all-to-all (staged per pair, staged per round, in place where this host allows it,
+// and whichever `auto` picks here), with and without injected delays: calls back to back and after
+// another shared collective, counts that take many chunks of the 64-byte staging, one element, and
+// none.
+TEST(CollectivesMisc, EverySharedAllToAll) {
+  for (SharedAllToAll kind : {SharedAllToAll::pair_rings, SharedAllToAll::rounds, SharedAllToAll::in_place,
+                              SharedAllToAll::automatic})
+    for (bool delays : {false, true})
+      for (int p : {2, 3, 5, 8}) {
+        CommOptions o = delays ? delayed(small_chunks()) : small_chunks();
+        o.shared_all_to_all = kind;
+        run_thread_world(
+            p,
+            [&](Communicator& comm) {
+              const int r = comm.rank();
+              for (std::size_t count : {64, 7, 1, 0, 64}) {
+                std::vector<float> send(count * p), recv(count * p, -1.f);
+                for (int j = 0; j < p; ++j)
+                  for (std::size_t i = 0; i < count; ++i)
+                    send[j * count + i] = float(r * 1000 + j * 100) + float(i);
+                comm.all_to_all(send.data(), recv.data(), count, DType::f32).wait();
+                for (int q = 0; q < p; ++q)
+                  for (std::size_t i = 0; i < count; ++i)
+                    ASSERT_EQ(recv[q * count + i], float(q * 1000 + r * 100) + float(i))
+                        << shared_all_to_all_name(kind) << " delays " << delays << " p " << p << " rank " << r
+                        << " count " << count;
+                if (count == 1) {  // a round-based collective on the same staging between two calls
+                  std::vector<float> all(p);
+                  const float mine = float(r);
+                  comm.all_gather(&mine, all.data(), 1, DType::f32).wait();
+                  for (int q = 0; q < p; ++q) ASSERT_EQ(all[q], float(q));
+                }
+              }
+            },
+            o);
+      }
+}
+
 TEST(CollectivesMisc, BadArgumentsAreInputErrors) {
   run_thread_world(2, [](Communicator& comm) {
     std::uint8_t b[4] = {};

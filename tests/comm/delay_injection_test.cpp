@@ -61,6 +61,14 @@ TEST(DelayInjection, ParsedAndRangeChecked) {
     test::expect_input_error([&] { parse_delay_injection(bad, "--comm-delay"); },
                              {"--comm-delay", "SEED:MAX_US"});
 
+  for (SharedAllToAll a : {SharedAllToAll::automatic, SharedAllToAll::pair_rings, SharedAllToAll::rounds,
+                           SharedAllToAll::in_place})
+    EXPECT_EQ(parse_shared_all_to_all(shared_all_to_all_name(a)), a);
+  EXPECT_EQ(shared_all_to_all_name(SharedAllToAll::automatic), "auto");
+  for (const char* bad : {"", "pairs", "in_place", "AUTO"})
+    test::expect_input_error([&] { parse_shared_all_to_all(bad, "--shared-all-to-all"); },
+                             {"--shared-all-to-all", "pair-rings"});
+
   // One field out of range at a time, the others at their defaults; each error names the field.
   struct Bad {
     std::function<void(CommOptions&)> set;
@@ -79,6 +87,7 @@ TEST(DelayInjection, ParsedAndRangeChecked) {
       {[](CommOptions& o) { o.shared_slot_bytes = (std::size_t{1} << 30) + 1; },
        "shared_slot_bytes = 1073741825"},
       {[](CommOptions& o) { o.ranks_on_host = -1; }, "ranks_on_host = -1"},
+      {[](CommOptions& o) { o.shared_all_to_all = static_cast<SharedAllToAll>(4); }, "shared_all_to_all = 4"},
       {[](CommOptions& o) { o.ranks_on_host = (1 << 20) + 1; }, "ranks_on_host = 1048577"},
   };
   for (const Bad& b : bad_options) {

@@ -201,11 +201,19 @@ TEST(SharedArena, PollsLongOnlyWhileTheHostHasACorePerRank) {
   EXPECT_EQ(arena_spin(2, 8, 8), alone);
   EXPECT_EQ(arena_spin(2, 0, 0), crowded);  // cores not known
   EXPECT_EQ(arena_spin(2, 0, -1), crowded);
-  // An opened arena polls as its group and the host's ranks say.
+  EXPECT_FALSE(host_crowded(2, 0, 2));
+  EXPECT_FALSE(host_crowded(2, 8, 8));
+  EXPECT_TRUE(host_crowded(3, 0, 2));
+  EXPECT_TRUE(host_crowded(2, 8, 2));
+  EXPECT_TRUE(host_crowded(2, 0, 0));
+  // An opened arena polls as its group and the host's ranks say, and the automatic all-to-all
+  // follows: pair rings while every rank has a core, rounds on a crowded host.
   const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
   for (int on_host : {0, 2, 1 << 20}) {
     ThreadWorldHandle world = make_thread_world(2);
     std::vector<Clock::duration> spins(2);
+    std::vector<int> crowded_seen(2, -1);
+    std::vector<std::vector<SharedAllToAll>> resolved(2);
     std::vector<std::thread> threads;
     const std::string group = "world";
     for (int r = 0; r < 2; ++r)
@@ -213,10 +221,24 @@ TEST(SharedArena, PollsLongOnlyWhileTheHostHasACorePerRank) {
         Workspace ws;
         Collective c(*world.transports[r], ws, "all_gather", group, 1, 20, 1 << 20);
         auto arena = SharedArena::open(c, 256, false, on_host);
-        if (arena) spins[r] = arena->spin();
+        if (!arena) return;
+        spins[r] = arena->spin();
+        crowded_seen[r] = arena->crowded();
+        for (SharedAllToAll a : {SharedAllToAll::automatic, SharedAllToAll::pair_rings,
+                                 SharedAllToAll::rounds, SharedAllToAll::in_place})
+          resolved[r].push_back(resolve_shared_all_to_all(a, *arena));
       });
     for (auto& t : threads) t.join();
-    for (int r = 0; r < 2; ++r) EXPECT_EQ(spins[r], arena_spin(2, on_host, cpus)) << on_host << " " << r;
+    const bool is_crowded = host_crowded(2, on_host, cpus);
+    // in_place without cross-memory reads (not asked for here) is staged in rounds.
+    const std::vector<SharedAllToAll> expected = {
+        is_crowded ? SharedAllToAll::rounds : SharedAllToAll::pair_rings, SharedAllToAll::pair_rings,
+        SharedAllToAll::rounds, SharedAllToAll::rounds};
+    for (int r = 0; r < 2; ++r) {
+      EXPECT_EQ(spins[r], arena_spin(2, on_host, cpus)) << on_host << " " << r;
+      EXPECT_EQ(crowded_seen[r], int(is_crowded)) << on_host << " " << r;
+      EXPECT_EQ(resolved[r], expected) << on_host << " " << r;
+    }
   }
 }
 
