@@ -335,14 +335,20 @@ std::unique_ptr<SharedArena> SharedArena::open(Collective& c, std::size_t slot_b
       }
     }
   }
-  const std::byte mine{m.base != nullptr};
+  // Bit 0: this rank mapped the segment; bit 1: its host looks crowded. The group agrees on both, so
+  // that every rank picks the same algorithm (resolve_shared_all_to_all).
+  const bool crowded_here = host_crowded(p, ranks_on_host, sysconf(_SC_NPROCESSORS_ONLN));
+  const auto mine = static_cast<std::byte>((m.base != nullptr ? 1 : 0) | (crowded_here ? 2 : 0));
   std::vector<std::byte> all(p);
   all_gather_ring(c, &mine, all.data(), uniform_block_offsets(1, p));
   if (r != 0) name.disarm();  // rank 0 unlinks below (if a rank could not map, nobody counted it)
   name.unlink();
-  const bool everyone = std::all_of(all.begin(), all.end(), [](std::byte b) { return b != std::byte{0}; });
+  const bool everyone =
+      std::all_of(all.begin(), all.end(), [](std::byte b) { return (b & std::byte{1}) != std::byte{0}; });
   if (!everyone) return nullptr;
   std::unique_ptr<SharedArena> arena(new SharedArena(m.release(), total, p, r, slot_bytes, ranks_on_host));
+  arena->crowded_ =
+      std::any_of(all.begin(), all.end(), [](std::byte b) { return (b & std::byte{2}) != std::byte{0}; });
   if (cross_memory) arena->probe_cross_memory(c);
   return arena;
 }
@@ -406,7 +412,6 @@ SharedArena::SharedArena(std::byte* base, std::size_t mapped_bytes, int ranks, i
                          std::size_t slot_bytes, int ranks_on_host)
     : base_(base), mapped_bytes_(mapped_bytes), ranks_(ranks), rank_(rank), slot_bytes_(slot_bytes) {
   // Online cores, not the affinity mask: mpirun pins small jobs.
-  crowded_ = host_crowded(ranks, ranks_on_host, sysconf(_SC_NPROCESSORS_ONLN));
   spin_ = arena_spin(ranks, ranks_on_host, sysconf(_SC_NPROCESSORS_ONLN));
 }
 

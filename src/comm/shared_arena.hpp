@@ -69,7 +69,8 @@ class SharedArena {
 
   int ranks() const { return ranks_; }
   Clock::duration spin() const { return spin_; }  // how long a wait polls before it sleeps
-  // The host's ranks outnumber its cores (host_crowded): a rank runs only when the scheduler lets it.
+  // The host's ranks outnumber its cores (host_crowded, as any rank of the group saw it; all agree):
+  // a rank runs only when the scheduler lets it.
   bool crowded() const { return crowded_; }
   std::size_t slot_bytes() const { return slot_bytes_; }
   std::uint64_t next_round() { return ++round_; }

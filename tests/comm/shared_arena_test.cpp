@@ -242,6 +242,24 @@ TEST(SharedArena, PollsLongOnlyWhileTheHostHasACorePerRank) {
   }
 }
 
+// Ranks that see their host differently (one told of a million ranks on it, one of two) agree that it
+// is crowded, so that both run the same all-to-all.
+TEST(SharedArena, GroupAgreesOnACrowdedHost) {
+  ThreadWorldHandle world = make_thread_world(2);
+  std::vector<int> crowded(2, -1);
+  std::vector<std::thread> threads;
+  const std::string group = "world";
+  for (int r = 0; r < 2; ++r)
+    threads.emplace_back([&, r] {
+      Workspace ws;
+      Collective c(*world.transports[r], ws, "all_gather", group, 1, 20, 1 << 20);
+      auto arena = SharedArena::open(c, 256, false, r == 0 ? 1 << 20 : 2);
+      if (arena) crowded[r] = arena->crowded();
+    });
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(crowded, (std::vector<int>{1, 1}));
+}
+
 TEST(SharedArena, ThreadWorldsCountTheirRanksOnTheHostAndSplitsKeepIt) {
   for (int n : {1, 3, 8})
     run_thread_world(n, [n](Communicator& comm) {
