@@ -98,8 +98,8 @@ std::size_t rank_stride(std::size_t slot_bytes, int p) {
 // After the ranks: a doorbell line per rank (the word, then its sleeper count), then per ordered
 // pair `filled` and `freed` on a cache line each and the block headers, three words each (the call
 // stored plus one, so that the zero-filled segment reads as no call; the first chunk; the bytes).
-constexpr std::size_t kDoorbellBytes = 64, kPairHeaderBytes = 24;
-constexpr std::size_t kPairEntryBytes = 128 + kPairHeaderBytes * SharedArena::kPairBlockSlots;
+constexpr std::size_t kDoorbellBytes = 64, kPairCountersBytes = 128, kPairHeaderBytes = 24;
+constexpr std::size_t kPairEntryBytes = kPairCountersBytes + kPairHeaderBytes * SharedArena::kPairBlockSlots;
 std::size_t pair_area_bytes(int p) {
   return kDoorbellBytes * p + kPairEntryBytes * static_cast<std::size_t>(p) * p;
 }
@@ -446,7 +446,7 @@ std::uint64_t SharedArena::pair_value(int from, int to, PairCounter which) const
 
 namespace {
 std::uint64_t* pair_header(std::byte* entry, std::uint64_t first_chunk) {
-  return reinterpret_cast<std::uint64_t*>(entry + 128 +
+  return reinterpret_cast<std::uint64_t*>(entry + kPairCountersBytes +
                                           kPairHeaderBytes * (first_chunk % SharedArena::kPairBlockSlots));
 }
 }  // namespace

@@ -192,6 +192,23 @@ void mixed_collectives(int r, Collective& c, SharedArena& arena, int p) {
   }
 }
 
+// Opens an arena (256-byte slots, no cross-memory reads) on 2 thread ranks, rank r told of
+// on_host(r) ranks on its host, and runs fn(r, arena) on each rank whose arena opened.
+template <typename OnHost, typename Fn>
+void on_two_arenas(OnHost on_host, Fn fn) {
+  ThreadWorldHandle world = make_thread_world(2);
+  std::vector<std::thread> threads;
+  const std::string group = "world";
+  for (int r = 0; r < 2; ++r)
+    threads.emplace_back([&, r] {
+      Workspace ws;
+      Collective c(*world.transports[r], ws, "all_gather", group, 1, 20, 1 << 20);
+      auto arena = SharedArena::open(c, 256, false, on_host(r));
+      if (arena) fn(r, *arena);
+    });
+  for (auto& t : threads) t.join();
+}
+
 TEST(SharedArena, PollsLongOnlyWhileTheHostHasACorePerRank) {
   const Clock::duration alone = arena_spin(2, 0, 2), crowded = arena_spin(3, 0, 2);
   EXPECT_GT(alone, crowded);
@@ -210,25 +227,17 @@ TEST(SharedArena, PollsLongOnlyWhileTheHostHasACorePerRank) {
   // follows: pair rings while every rank has a core, rounds on a crowded host.
   const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
   for (int on_host : {0, 2, 1 << 20}) {
-    ThreadWorldHandle world = make_thread_world(2);
     std::vector<Clock::duration> spins(2);
     std::vector<int> crowded_seen(2, -1);
     std::vector<std::vector<SharedAllToAll>> resolved(2);
-    std::vector<std::thread> threads;
-    const std::string group = "world";
-    for (int r = 0; r < 2; ++r)
-      threads.emplace_back([&, r] {
-        Workspace ws;
-        Collective c(*world.transports[r], ws, "all_gather", group, 1, 20, 1 << 20);
-        auto arena = SharedArena::open(c, 256, false, on_host);
-        if (!arena) return;
-        spins[r] = arena->spin();
-        crowded_seen[r] = arena->crowded();
-        for (SharedAllToAll a : {SharedAllToAll::automatic, SharedAllToAll::pair_rings,
-                                 SharedAllToAll::rounds, SharedAllToAll::in_place})
-          resolved[r].push_back(resolve_shared_all_to_all(a, *arena));
-      });
-    for (auto& t : threads) t.join();
+    on_two_arenas([&](int) { return on_host; },
+                  [&](int r, SharedArena& arena) {
+                    spins[r] = arena.spin();
+                    crowded_seen[r] = arena.crowded();
+                    for (SharedAllToAll a : {SharedAllToAll::automatic, SharedAllToAll::pair_rings,
+                                             SharedAllToAll::rounds, SharedAllToAll::in_place})
+                      resolved[r].push_back(resolve_shared_all_to_all(a, arena));
+                  });
     const bool is_crowded = host_crowded(2, on_host, cpus);
     // in_place without cross-memory reads (not asked for here) is staged in rounds.
     const std::vector<SharedAllToAll> expected = {
@@ -245,18 +254,9 @@ TEST(SharedArena, PollsLongOnlyWhileTheHostHasACorePerRank) {
 // Ranks that see their host differently (one told of a million ranks on it, one of two) agree that it
 // is crowded, so that both run the same all-to-all.
 TEST(SharedArena, GroupAgreesOnACrowdedHost) {
-  ThreadWorldHandle world = make_thread_world(2);
   std::vector<int> crowded(2, -1);
-  std::vector<std::thread> threads;
-  const std::string group = "world";
-  for (int r = 0; r < 2; ++r)
-    threads.emplace_back([&, r] {
-      Workspace ws;
-      Collective c(*world.transports[r], ws, "all_gather", group, 1, 20, 1 << 20);
-      auto arena = SharedArena::open(c, 256, false, r == 0 ? 1 << 20 : 2);
-      if (arena) crowded[r] = arena->crowded();
-    });
-  for (auto& t : threads) t.join();
+  on_two_arenas([](int r) { return r == 0 ? 1 << 20 : 2; },
+                [&](int r, SharedArena& arena) { crowded[r] = arena.crowded(); });
   EXPECT_EQ(crowded, (std::vector<int>{1, 1}));
 }
 
