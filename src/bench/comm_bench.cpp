@@ -125,11 +125,28 @@ nlohmann::json run_comm_bench(Mesh& mesh, const CommBenchOptions& options) {
     if (native) TZ_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &seconds, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
     return seconds;
   };
+  // CPU seconds this rank used per call: its process's CPU time (every thread: the caller, the
+  // communicator's progress thread, polling and copies alike) over the timed calls, divided by the
+  // ranks the process holds; averaged over the world's ranks under MPI.
+  const int ranks_in_process = native ? 1 : mesh.world().size();
+  auto mean_over_ranks = [&](double x) {
+    if (native) {
+      TZ_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &x, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD));
+      x /= mesh.world().size();
+    }
+    return x;
+  };
+  struct PerCall {
+    double seconds = 0, cpu_s = 0;
+  };
   auto time_per_iter = [&](const std::function<void()>& fn, int iters) {
     sync();
+    const double cpu0 = process_cpu_seconds();
     const auto t0 = Clock::now();
     for (int i = 0; i < iters; ++i) fn();
-    return slowest(std::chrono::duration<double>(Clock::now() - t0).count() / iters);
+    const double seconds = std::chrono::duration<double>(Clock::now() - t0).count() / iters;
+    const double cpu_s = (process_cpu_seconds() - cpu0) / iters / ranks_in_process;
+    return PerCall{slowest(seconds), mean_over_ranks(cpu_s)};
   };
 
   nlohmann::json results = nlohmann::json::array();
@@ -203,24 +220,31 @@ nlohmann::json run_comm_bench(Mesh& mesh, const CommBenchOptions& options) {
         // Iterations per round from the warmup's (slowest rank's) time, so that each round takes
         // about options.round_s: the same count on every rank, as collectives require.
         auto warm_and_pick = [&](const std::function<void()>& fn) {
-          double per_iter = time_per_iter(fn, 1);
+          double per_iter = time_per_iter(fn, 1).seconds;
           for (int w = 1; w < options.warmup && per_iter * w < options.round_s; ++w)
-            per_iter = time_per_iter(fn, 1);
+            per_iter = time_per_iter(fn, 1).seconds;
           return std::clamp(static_cast<int>(options.round_s / std::max(per_iter, 1e-9)), 1, options.iters);
         };
         const int iters_ours = warm_and_pick(ours);
         const int iters_theirs = native ? warm_and_pick(theirs) : 0;
-        std::vector<double> t_ours, t_theirs;
+        std::vector<double> t_ours, t_theirs, cpu_ours, cpu_theirs;
         for (int round = 0; round < options.rounds; ++round) {
-          t_ours.push_back(time_per_iter(ours, iters_ours));
+          const PerCall o = time_per_iter(ours, iters_ours);
+          t_ours.push_back(o.seconds);
+          cpu_ours.push_back(o.cpu_s);
           // A side slower than 1 s per iteration (Open MPI's reduce-scatter at 64 MiB) is timed once.
-          if (native && (round == 0 || t_theirs.front() < 1.0))
-            t_theirs.push_back(time_per_iter(theirs, iters_theirs));
+          if (native && (round == 0 || t_theirs.front() < 1.0)) {
+            const PerCall n = time_per_iter(theirs, iters_theirs);
+            t_theirs.push_back(n.seconds);
+            cpu_theirs.push_back(n.cpu_s);
+          }
         }
-        auto figures = [&](double seconds) {
+        auto figures = [&](double seconds, double cpu_s) {
           const double algbw = seconds > 0 ? double(total) / seconds / 1e9 : 0;
-          return nlohmann::json{
-              {"time_us", seconds * 1e6}, {"algbw_GBps", algbw}, {"busbw_GBps", algbw * bus_factor(kind, p)}};
+          return nlohmann::json{{"time_us", seconds * 1e6},
+                                {"algbw_GBps", algbw},
+                                {"busbw_GBps", algbw * bus_factor(kind, p)},
+                                {"cpu_us", cpu_s * 1e6}};
         };
         nlohmann::json row = {{"group", g.name},
                               {"group_size", p},
@@ -230,11 +254,11 @@ nlohmann::json run_comm_bench(Mesh& mesh, const CommBenchOptions& options) {
                               {"count", count},
                               {"iters", iters_ours},
                               {"native_iters", iters_theirs},
-                              {"tierzero", figures(median(t_ours))},
+                              {"tierzero", figures(median(t_ours), median(cpu_ours))},
                               {"native", nullptr},
                               {"ratio", nullptr}};
         if (native) {
-          row["native"] = figures(median(t_theirs));
+          row["native"] = figures(median(t_theirs), median(cpu_theirs));
           const double tn = median(t_theirs), to = median(t_ours);
           row["ratio"] = to > 0 ? tn / to : 0.0;  // > 1: tierzero is faster (busbw ratio)
         }

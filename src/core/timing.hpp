@@ -1,7 +1,10 @@
 // Wall-clock timing shared by the benchmarks, the reports and the checkpoint I/O: seconds on the
 // steady clock (never the system clock, which may jump), and the median of repeated measurements
-// (what every benchmark reports: one descheduled repeat on a shared machine moves a mean, not it).
+// (what every benchmark reports: one descheduled repeat on a shared machine moves a mean, not it),
+// and the process's CPU time beside them.
 #pragma once
+
+#include <time.h>
 
 #include <algorithm>
 #include <chrono>
@@ -20,6 +23,14 @@ double seconds_of(Fn&& fn) {
   const auto t0 = std::chrono::steady_clock::now();
   fn();
   return seconds_since(t0);
+}
+
+// CPU seconds the whole process has used (every thread), for figures that set the CPU a piece of
+// work costs beside its wall time.
+inline double process_cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
 }
 
 // The median of the samples: the upper of the two middle ones for an even count; 0 for none.

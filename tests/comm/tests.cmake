@@ -51,13 +51,13 @@ set_tests_properties(${no_shm_tests} comm_mpi_no_shm_left_after_train_bad_data
   # one at a time: each plants a dead process's segment that the others would otherwise judge
   RESOURCE_LOCK dev_shm_planted_segment)
 
-# `tierzero bench comm` smoke runs (tiny sizes): the whole frontier-mini table at 8 ranks as JSON,
-# and a text table on 2 ranks of a flat world.
+# `tierzero bench comm` smoke runs (tiny sizes): the whole frontier-mini table at 8 ranks as JSON
+# (with the CPU per call beside each time), and a text table on 2 ranks of a flat world.
 tz_add_mpi_test(NAME comm_bench_frontier_mini_np8 NP 8 TIMEOUT 180
   COMMAND $<TARGET_FILE:tierzero> bench comm --topology frontier-mini --emulate --min-bytes 1024 --max-bytes 4096
           --step-factor 4 --rounds 1 --warmup 1 --iters 2 --format json)
 set_tests_properties(comm_bench_frontier_mini_np8 PROPERTIES PASS_REGULAR_EXPRESSION
-  "\"group\": \"world-hier\".*\"op\": \"all_reduce\"")
+  "\"cpu_us\": [0-9].*\"group\": \"world-hier\".*\"op\": \"all_reduce\"")
 tz_add_mpi_test(NAME comm_bench_flat_np2 NP 2 TIMEOUT 120
   COMMAND $<TARGET_FILE:tierzero> bench comm --topology flat --min-bytes 4096 --max-bytes 4096 --rounds 1
           --warmup 1 --iters 2 --ops all_gather,reduce_scatter --dtype bf16)
