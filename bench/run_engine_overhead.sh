@@ -21,11 +21,13 @@
 # measures the compute rate R(t) (1-rank `tierzero train` of the same model, micro-batch BATCH/8,
 # with t = 1..max(1, cores/8) threads: the threads a rank of the 8 gets) and the collectives
 # (`tierzero bench comm` on the same 8 ranks of frontier-mini, every tier's group and the world,
-# all-gather and reduce-scatter, bf16, 1 KiB..4 MiB: the model's range sizes); after the repeats
-# `tierzero simulate --calibrate-from` (the medians over repeats) writes the calibrated
-# frontier-mini, and `tierzero plan` prices every preset on it with the run's inputs (micro-batch
-# BATCH/8, accumulation 1, prefetch 1, fraction 1, no recompute, --host-cores C --local-ranks 8: the
-# scheduler wait per collective when ranks outnumber cores). Nothing is fitted to the training runs.
+# all-gather and reduce-scatter, bf16, 1 KiB..4 MiB: the model's range sizes; time and CPU per call)
+# and the quantization kernels' rate (`tierzero bench quant --isa auto`, median over its rows); after
+# the repeats `tierzero simulate --calibrate-from --quant-GBps` (the medians over repeats) writes the
+# calibrated frontier-mini, and `tierzero plan` prices every preset on it with the run's inputs
+# (micro-batch BATCH/8, accumulation 1, prefetch 1, fraction 1, no recompute, --host-cores C
+# --local-ranks 8: the scheduler wait per collective when ranks outnumber cores, and the collectives'
+# CPU and kernels charged to compute on the shared cores). Nothing is fitted to the training runs.
 # Table (c): per preset and rank, the CPU time per step by term (--metrics cpu_s_per_term_by_rank,
 # docs/engine.md "What the engine adds"): median over the counted steps, median over repeats, in ms,
 # for the 2-rank and the 8-rank runs; and for table (a) what each pair rank spends besides the
@@ -110,6 +112,10 @@ calibrate() {  # $1 repeat: R(t) and the 8-rank collectives, for the prediction
     -np $ranks "$bin" bench comm --topology frontier-mini --emulate --ops all_gather reduce_scatter --dtype bf16 \
     --min-bytes 1024 --max-bytes 4M --step-factor 4 --format json >"$out/bench.$1.json" 2>"$out/bench.$1.log" ||
     { echo "run_engine_overhead: bench comm failed, see:" >&2; cat "$out/bench.$1.log" >&2; exit 1; }
+  # The quantization kernels' rate on one core (qwZ/qgZ run them inside the collectives, on the cores
+  # the ranks compute on): bench quant's kernel GB/s, ISA chosen at run time, 1M elements (a range).
+  "$bin" bench quant --isa auto --elements 1048576 --reps 7 >"$out/quant.$1.txt" 2>&1 ||
+    { echo "run_engine_overhead: bench quant failed, see:" >&2; cat "$out/quant.$1.txt" >&2; exit 1; }
 }
 for ((r = 0; r < repeats; r++)); do
   single "$bin" "$out/single.$r.jsonl"
@@ -132,14 +138,23 @@ docs = [json.load(open(f"{out}/bench.{r}.json")) for r in range(repeats)]
 merged = docs[0]
 for i, row in enumerate(merged["results"]):
     row["tierzero"]["time_us"] = med(d["results"][i]["tierzero"]["time_us"] for d in docs)
+    if all("cpu_us" in d["results"][i]["tierzero"] for d in docs):
+        row["tierzero"]["cpu_us"] = med(d["results"][i]["tierzero"]["cpu_us"] for d in docs)
 json.dump(merged, open(f"{out}/bench.json", "w"), indent=1)
 def gflops(t, r):
     rows = [json.loads(l) for l in open(f"{out}/rate.{t}.{r}.jsonl")][warmup:]
     return med(x["gflops"] for x in rows)
 rates = [med(gflops(t, r) for r in range(repeats)) / 1000 for t in range(1, threads + 1)]
 open(f"{out}/rates.txt", "w").write(" ".join(f"{x:.6g}" for x in rates))
+def quant_GBps(r):  # the median over bench quant's rows (ops, widths, dtypes) of kernel_GBps
+    lines = open(f"{out}/quant.{r}.txt").read().splitlines()
+    head = next(i for i, l in enumerate(lines) if l.split()[:2] == ["isa", "op"])
+    col = lines[head].split().index("kernel_GBps")
+    return med(float(l.split()[col]) for l in lines[head + 1:] if l.strip())
+open(f"{out}/quant.txt", "w").write(f"{med(quant_GBps(r) for r in range(repeats)):.6g}")
 PY
   "$bin" simulate --topology frontier-mini --calibrate-from "$out/bench.json" --thread-tflops $(cat "$out/rates.txt") \
+    --quant-GBps "$(cat "$out/quant.txt")" \
     --host-cores "$cores" --local-ranks $ranks --write-topology "$out/topology.json" >"$out/calibrate.log" 2>&1 ||
     { echo "run_engine_overhead: calibration failed, see:" >&2; cat "$out/calibrate.log" >&2; exit 1; }
   "$bin" plan --topology "$out/topology.json" --world-size $ranks --model "$model" --micro-batch $((batch / ranks)) \
@@ -191,7 +206,9 @@ if predict:
     print("\n(b) 8 ranks of frontier-mini (oversubscribed) against the calibrated machine model's prediction"
           " of the same run: step s (measured: median over repeats of rank 0's median step; predicted:"
           " `tierzero plan` on the calibrated frontier-mini)")
-    print(f"{'preset':<12}{'measured s':>11}{'predicted s':>12}{'error':>8}{'compute s':>10}"
+    print("  (compute s includes coll CPU s: the collectives' CPU and quantization kernels on the cores the"
+          " ranks share)")
+    print(f"{'preset':<12}{'measured s':>11}{'predicted s':>12}{'error':>8}{'compute s':>10}{'coll CPU s':>11}"
           f"{'exposed comm s':>15}  measured s of the repeats")
     for p in presets:
         if p not in plan:
@@ -200,7 +217,7 @@ if predict:
         runs = [med(x["seconds"] for x in steps_of(f"cur.{p}.{r}.jsonl")) for r in range(repeats)]
         m, c = med(runs), plan[p]
         print(f"{p:<12}{m:>11.4f}{c['step_s']:>12.4f}{100 * (c['step_s'] - m) / m:>+7.1f}%{c['compute_s']:>10.4f}"
-              f"{c['exposed_comm_s']:>15.4f}  " + ", ".join(f"{x:.3f}" for x in runs))
+              f"{c.get('collective_cpu_s', 0):>11.4f}{c['exposed_comm_s']:>15.4f}  " + ", ".join(f"{x:.3f}" for x in runs))
 
 terms = ["model", "packing", "narrowing", "collective_copies", "quantization", "grad_accumulate",
          "collective_wait", "optimizer", "other"]

@@ -95,6 +95,8 @@ docs = [json.load(open(f)) for f in sys.argv[2:]]
 merged = docs[0]
 for i, row in enumerate(merged["results"]):
     row["tierzero"]["time_us"] = statistics.median(d["results"][i]["tierzero"]["time_us"] for d in docs)
+    if all("cpu_us" in d["results"][i]["tierzero"] for d in docs):
+        row["tierzero"]["cpu_us"] = statistics.median(d["results"][i]["tierzero"]["cpu_us"] for d in docs)
 json.dump(merged, open(sys.argv[1], "w"), indent=1)
 EOF
 "$bin" simulate --topology "$topology" --calibrate-from "$out/bench.json" --thread-tflops "${rates[@]}" \

@@ -40,6 +40,7 @@ struct SimulateArgs {
   std::vector<std::string> calibrate_from;
   double measured_tflops = 0;
   std::vector<double> thread_tflops;
+  double quant_GBps = 0;
   int host_cores = 0;
   int local_ranks = 0;
   std::string write_topology;
@@ -102,7 +103,7 @@ perf::DeviceCalibration device_calibration(const SimulateArgs& a) {
   if (a.thread_tflops.empty()) {
     if (a.host_cores > 0 || a.local_ranks > 0)
       fail_input("--host-cores and --local-ranks need --thread-tflops (the 1-rank rates by thread count)");
-    return {.tflops = a.measured_tflops, .source = "given by --measured-tflops"};
+    return {.tflops = a.measured_tflops, .source = "given by --measured-tflops", .quant_GBps = a.quant_GBps};
   }
   if (a.measured_tflops > 0) fail_input("give --measured-tflops or --thread-tflops, not both");
   if (a.host_cores < 1 || a.local_ranks < 1)
@@ -115,7 +116,8 @@ perf::DeviceCalibration device_calibration(const SimulateArgs& a) {
       .tflops = perf::shared_rank_tflops(host, a.local_ranks),
       .source = fmt::format("{} ranks sharing {} cores: R(max(1, C/k)) x min(1, C/k), from the 1-rank rates "
                             "{} TFLOPS with t threads",
-                            a.local_ranks, a.host_cores, rates)};
+                            a.local_ranks, a.host_cores, rates),
+      .quant_GBps = a.quant_GBps};
 }
 
 int run_calibrate(const SimulateArgs& a) {
@@ -128,13 +130,16 @@ int run_calibrate(const SimulateArgs& a) {
                                      a.calibrate_from.front(), device_calibration(a), extra, extra_origins);
   Topology::from_json(doc, a.write_topology);  // it must read back
   write_simulate_file(a.write_topology, doc.dump(2) + "\n");
-  fmt::print("wrote {}: device {:.4g} TFLOPS per rank, {} measured curve(s)\n", a.write_topology,
-             doc["device"]["peak_tflops"].get<double>(),
-             doc.value("collective_curves", nlohmann::json::array()).size());
+  fmt::print(
+      "wrote {}: device {:.4g} TFLOPS per rank, quantization kernels {:.4g} GB/s, {} measured curve(s)\n",
+      a.write_topology, doc["device"]["peak_tflops"].get<double>(), doc["device"].value("quant_GBps", 0.0),
+      doc.value("collective_curves", nlohmann::json::array()).size());
   for (const auto& t : doc["tiers"])
-    fmt::print("  {:<10} {:>10.3f} GB/s {:>10.2f} us  reduce {:>8.3f} GB/s   {}\n",
-               t["name"].get<std::string>(), t["bandwidth_GBps"].get<double>(), t["latency_us"].get<double>(),
-               t.value("reduce_GBps", 0.0), t["source"].get<std::string>());
+    fmt::print(
+        "  {:<10} {:>10.3f} GB/s {:>10.2f} us  reduce {:>8.3f} GB/s  cpu {:>7.1f} us + {:>7.3f} GB/s   {}\n",
+        t["name"].get<std::string>(), t["bandwidth_GBps"].get<double>(), t["latency_us"].get<double>(),
+        t.value("reduce_GBps", 0.0), t.value("cpu_call_us", 0.0), t.value("cpu_GBps", 0.0),
+        t["source"].get<std::string>());
   return 0;
 }
 
@@ -331,6 +336,10 @@ const bool simulate_registered = register_command(
               "rate is "
               "then one rank's share when --local-ranks ranks share --host-cores cores",
               "none", true);
+       o.real("--quant-GBps", a->quant_GBps, 0, 1e6,
+              "with --calibrate-from: GB/s of memory traffic the quantization kernels sustain here (bench "
+              "quant), written as device quant_GBps",
+              "none");
        o.integer("--host-cores", a->host_cores, 1, 1 << 16, "with --thread-tflops: cores of the host",
                  "none");
        o.integer("--local-ranks", a->local_ranks, 1, 1 << 16, "with --thread-tflops: ranks sharing the host",

@@ -18,7 +18,10 @@ struct Row {
   double t = 0;  // seconds
 };
 
-std::vector<Row> rows_of(const nlohmann::json& bench, const std::string& tier_name, const std::string& op) {
+// The tier's rows of `op`, t = the tierzero column's `figure` (time_us, or cpu_us: rows without it,
+// from a bench of before it was measured, are left out).
+std::vector<Row> rows_of(const nlohmann::json& bench, const std::string& tier_name, const std::string& op,
+                         const char* figure = "time_us") {
   if (!bench.contains("results") || !bench["results"].is_array())
     fail_input(
         "calibration: the bench document has no 'results' array (use tierzero bench comm --format json)");
@@ -27,8 +30,10 @@ std::vector<Row> rows_of(const nlohmann::json& bench, const std::string& tier_na
     if (row.value("group", "") != tier_name || row.value("op", "") != op) continue;
     const int p = row.at("group_size").get<int>();
     if (p < 2) continue;
-    const double t = row.at("tierzero").at("time_us").get<double>() * 1e-6;
-    if (!(t > 0)) fail_input("calibration: tier '{}': {} row with time {} s", tier_name, op, t);
+    const nlohmann::json& ours = row.at("tierzero");
+    if (!ours.contains(figure)) continue;
+    const double t = ours.at(figure).get<double>() * 1e-6;
+    if (!(t > 0)) fail_input("calibration: tier '{}': {} row with {} {} s", tier_name, op, figure, t);
     rows.push_back({p, double(p - 1) / p * row.at("size_bytes").get<double>(), t});
   }
   for (const Row& r : rows)
@@ -44,6 +49,26 @@ double rms_relative_error(const std::vector<Row>& rows, const auto& model) {
   return std::sqrt(s / double(rows.size()));
 }
 
+// Weighted least squares of t = c + x s with weights 1/t^2 (the relative error, so that a 4 KiB row
+// counts as much as a 4 MiB one); a negative intercept is clamped to 0 and the slope refitted through
+// the origin.
+struct Line {
+  double intercept = 0, slope = 0;
+  double sx = 0, sy = 0, w = 0;  // the weighted sums, for a refit given another slope
+};
+Line relative_line_fit(const std::vector<Row>& rows) {
+  double w = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
+  for (const Row& r : rows) {
+    const double wi = 1 / (r.t * r.t);
+    w += wi, sx += wi * r.x, sy += wi * r.t, sxx += wi * r.x * r.x, sxy += wi * r.x * r.t;
+  }
+  Line l{.sx = sx, .sy = sy, .w = w};
+  l.slope = (w * sxy - sx * sy) / (w * sxx - sx * sx);
+  l.intercept = (sy - l.slope * sx) / w;
+  if (!(l.intercept >= 0)) l.intercept = 0, l.slope = sxy / sxx;  // through the origin
+  return l;
+}
+
 }  // namespace
 
 LinkFit fit_tier_link(const nlohmann::json& bench, const std::string& tier_name) {
@@ -51,15 +76,8 @@ LinkFit fit_tier_link(const nlohmann::json& bench, const std::string& tier_name)
   if (rows.size() < 2)
     fail_input("calibration: bench has {} all_gather rows for tier '{}' (need 2 sizes or more)", rows.size(),
                tier_name);
-  // Weighted least squares of t = c + x s with weights 1/t^2 (relative error).
-  double w = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
-  for (const Row& r : rows) {
-    const double wi = 1 / (r.t * r.t);
-    w += wi, sx += wi * r.x, sy += wi * r.t, sxx += wi * r.x * r.x, sxy += wi * r.x * r.t;
-  }
-  double slope = (w * sxy - sx * sy) / (w * sxx - sx * sx);
-  double intercept = (sy - slope * sx) / w;
-  if (!(intercept >= 0)) intercept = 0, slope = sxy / sxx;  // latency clamped at 0: through the origin
+  const Line line = relative_line_fit(rows);
+  double slope = line.slope, intercept = line.intercept;
   if (!(slope > 0)) {
     // Latency-bound over the measured sizes (per-call costs such as waiting for a descheduled peer
     // hide the bytes): the slope is the smallest the rows allow, the largest size moved in its whole
@@ -67,7 +85,7 @@ LinkFit fit_tier_link(const nlohmann::json& bench, const std::string& tier_name)
     const Row& largest =
         *std::max_element(rows.begin(), rows.end(), [](auto& a, auto& b) { return a.x < b.x; });
     slope = largest.t / largest.x;
-    intercept = std::max(0.0, (sy - slope * sx) / w);
+    intercept = std::max(0.0, (line.sy - slope * line.sx) / line.w);
   }
   const int p = rows.front().p;
   LinkFit f{.bandwidth_GBps = 1.0 / slope / 1e9,
@@ -94,6 +112,22 @@ ReduceFit fit_tier_reduce(const nlohmann::json& bench, const std::string& tier_n
   ReduceFit f{.reduce_GBps = slope > 0 ? 1.0 / slope / 1e9 : 0.0, .points = int(rows.size())};
   f.rms_relative_error =
       rms_relative_error(rows, [&](const Row& r) { return all_gather_s(r) + std::max(slope, 0.0) * r.x; });
+  return f;
+}
+
+CpuFit fit_tier_cpu(const nlohmann::json& bench, const std::string& tier_name) {
+  std::vector<Row> rows = rows_of(bench, tier_name, "all_gather", "cpu_us");
+  for (const Row& r : rows_of(bench, tier_name, "reduce_scatter", "cpu_us")) rows.push_back(r);
+  CpuFit f{.points = int(rows.size())};
+  if (rows.size() < 2) return f;
+  const Line line = relative_line_fit(rows);
+  // A slope that is not positive: the CPU per call does not grow with the bytes over the measured
+  // sizes; the per-call figure is then the weighted mean.
+  const double slope = line.slope > 0 ? line.slope : 0.0;
+  const double intercept = line.slope > 0 ? line.intercept : line.sy / line.w;
+  f.call_us = intercept * 1e6;
+  f.GBps = slope > 0 ? 1.0 / slope / 1e9 : 0.0;
+  f.rms_relative_error = rms_relative_error(rows, [&](const Row& r) { return intercept + slope * r.x; });
   return f;
 }
 
@@ -237,6 +271,14 @@ nlohmann::json calibrated_topology_json(const Topology& base, const nlohmann::js
           r.points, 100 * r.rms_relative_error,
           r.reduce_GBps > 0 ? "" : ": no slower than the all-gather, reductions free");
     }
+    if (const CpuFit c = fit_tier_cpu(bench, tier.name); c.points >= 2 && (c.call_us > 0 || c.GBps > 0)) {
+      if (c.call_us > 0) j["cpu_call_us"] = c.call_us;
+      if (c.GBps > 0) j["cpu_GBps"] = c.GBps;
+      source += fmt::format(
+          "; cpu_call_us, cpu_GBps = fit of the CPU per call of {} all-gather and reduce-scatter sizes (rms "
+          "error {:.0f}%)",
+          c.points, 100 * c.rms_relative_error);
+    }
     j["source"] = source;
     tiers.push_back(j);
   }
@@ -250,11 +292,14 @@ nlohmann::json calibrated_topology_json(const Topology& base, const nlohmann::js
                         {"peak_tflops", device.tflops > 0 ? device.tflops : d.peak_tflops},
                         {"memory_gib", d.memory_gib},
                         {"memory_bandwidth_GBps", d.memory_bandwidth_GBps}};
-  dev["source"] =
+  if (const double q = device.quant_GBps > 0 ? device.quant_GBps : d.quant_GBps; q > 0) dev["quant_GBps"] = q;
+  std::string source =
       device.tflops > 0
           ? fmt::format("peak_tflops: the measured model-step rate of one rank (price with fraction 1): {}",
                         device.source)
           : d.source;
+  if (device.quant_GBps > 0) source += "; quant_GBps: the quantization kernels' rate measured by bench quant";
+  dev["source"] = source;
   out["device"] = dev;
   std::vector<nlohmann::json> benches = {bench};
   std::vector<std::string> origins = {origin};

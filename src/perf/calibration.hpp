@@ -14,6 +14,11 @@
 //            sum, t_RS = t_AG(x) + x / rho, so the extra time e = t_RS - t_AG(x) is fitted as x / rho
 //            (same weights, through the origin). rho is written as the tier's reduce_GBps; when the
 //            reduce-scatter is no slower than the all-gather, rho = 0 (reductions priced free).
+//   cpu      from the same tier's all_gather and reduce_scatter rows' cpu_us (the CPU time a rank's
+//            threads spent per call: copies, sums and polling): cpu = c + x / kappa, the same
+//            weighted fit, written as the tier's cpu_call_us (c) and cpu_GBps (kappa); left out for a
+//            bench without cpu_us. The cost model charges it to compute on a host whose cores the
+//            ranks share.
 //   device   peak_tflops = the model-step rate one rank achieves, from 1-rank runs of the real
 //            step (model FLOPs / median step time) and the core-sharing model below (then price
 //            with an achievable fraction of 1).
@@ -51,6 +56,16 @@ LinkFit fit_tier_link(const nlohmann::json& bench, const std::string& tier_name)
 // tier when it has none.
 ReduceFit fit_tier_reduce(const nlohmann::json& bench, const std::string& tier_name, const LinkFit& link);
 
+struct CpuFit {
+  double call_us = 0;  // host CPU per call
+  double GBps = 0;     // bytes sent per second of host CPU; 0 = no per-byte cost measured
+  int points = 0;      // rows with a CPU figure (fewer than 2: no fit, both 0)
+  double rms_relative_error = 0;
+};
+
+// Fits one tier's CPU per collective call from a bench document's all_gather and reduce_scatter rows.
+CpuFit fit_tier_cpu(const nlohmann::json& bench, const std::string& tier_name);
+
 // Measured model-step rates of one rank alone on the host: tflops_by_threads[t - 1] with t threads.
 struct HostCompute {
   int cores = 1;
@@ -61,8 +76,9 @@ struct HostCompute {
 double shared_rank_tflops(const HostCompute& host, int local_ranks);
 
 struct DeviceCalibration {
-  double tflops = 0;   // per-rank model-step rate; 0 = keep the base topology's device figure
-  std::string source;  // how it was measured
+  double tflops = 0;      // per-rank model-step rate; 0 = keep the base topology's device figure
+  std::string source;     // how it was measured
+  double quant_GBps = 0;  // the quantization kernels' rate here (bench quant); 0 = keep the base's
 };
 
 // Measured curves (topology/collective_curve.hpp) from one or more `bench comm --format json`

@@ -66,10 +66,9 @@ MessagePrice price_shared_memory(const TierStep& step, double payload_bytes, con
   return m;
 }
 
-}  // namespace
-
-MessagePrice price_message(const TierStep& step, double payload_bytes, const Topology& topo,
-                           Runtime runtime) {
+// The message's time on the links (the top of collective_price.hpp).
+MessagePrice price_on_links(const TierStep& step, double payload_bytes, const Topology& topo,
+                            Runtime runtime) {
   const int p = step.group_size;
   if (p <= 1 || payload_bytes <= 0) return {};
   const TierSet active = active_tier_set(topo, step.tiers);
@@ -136,6 +135,29 @@ MessagePrice price_message(const TierStep& step, double payload_bytes, const Top
       TZ_CHECK(false, "no price for {}", collective_name(step.kind));
   }
   return split(t, latency_steps, ring.latency_s, reduce_s, ring.bottleneck_tier);
+}
+
+// One rank's host CPU for the message (the top of collective_price.hpp).
+double message_cpu_s(const TierStep& step, double payload_bytes, const Topology& topo) {
+  const int p = step.group_size;
+  const TierSet active = active_tier_set(topo, step.tiers);
+  int outer = 0;
+  for (int t = 0; t < topo.num_tiers(); ++t)
+    if (active & tier_bit(t)) outer = t;
+  const Tier& tier = topo.tier(outer);
+  const int calls = step.kind == CollectiveKind::all_reduce ? 2 : 1;
+  const double sent = calls * double(p - 1) / p * payload_bytes;
+  return calls * tier.cpu_call_us * 1e-6 + (tier.cpu_GBps > 0 ? sent / (tier.cpu_GBps * 1e9) : 0.0);
+}
+
+}  // namespace
+
+MessagePrice price_message(const TierStep& step, double payload_bytes, const Topology& topo,
+                           Runtime runtime) {
+  if (step.group_size <= 1 || payload_bytes <= 0) return {};
+  MessagePrice m = price_on_links(step, payload_bytes, topo, runtime);
+  m.cpu_s = message_cpu_s(step, payload_bytes, topo);
+  return m;
 }
 
 }  // namespace tz::perf

@@ -17,6 +17,9 @@
 //   shared     a step the plan runs through shared memory (TierStep::algorithm): copies in and out of
 //              the host's staging buffer at the device's memory bandwidth (see price_shared_memory),
 //              one latency of the tier; reductions as above.
+// Host CPU (cpu_s): what one rank's threads spend on the message, from the tier's cpu_call_us and
+// cpu_GBps (the outermost active tier's, as for the link): an all-reduce is two calls (its
+// reduce-scatter and all-gather), each sending ((p-1)/p) x payload. 0 where the tier does not say.
 #pragma once
 
 #include "perf/runtime_model.hpp"
@@ -32,6 +35,7 @@ struct MessagePrice {
   double reduce_s = 0;     // local reductions
   int bound_tier = 0;      // the tier whose links bound the bandwidth part
   bool measured = false;   // from a measured curve
+  double cpu_s = 0;        // host CPU of one rank (not part of seconds)
 };
 
 MessagePrice price_message(const TierStep& step, double payload_bytes, const Topology& topo, Runtime runtime);

@@ -98,6 +98,7 @@ nlohmann::json cost_to_json(const Topology& topo, const PartitionPlan& plan, con
           {"world_size", c.world_size},
           {"step_s", c.step_s},
           {"compute_s", c.compute_s},
+          {"collective_cpu_s", c.collective_cpu_s},
           {"exposed_comm_s", c.exposed_comm_s},
           {"optimizer_s", c.optimizer_s},
           {"kernel_s", c.kernel_s},
@@ -172,10 +173,14 @@ std::string format_explain(const Topology& topo, const PartitionPlan& plan, cons
                   plan.options().collectives == CollectiveAlgo::flat ? "flat" : "hierarchical", topo.name(),
                   c.world_size, c.runtime, c.boundary);
   out += fmt::format(
-      "step {:.4f} s = compute {:.4f} + quantization kernels {:.4f} + optimizer {:.4f} + exposed "
+      "step {:.4f} s = compute {:.4f}{} + quantization kernels {:.4f} + optimizer {:.4f} + exposed "
       "communication "
       "{:.4f};  {:.1f} TFLOPS per device{}\n",
-      c.step_s, c.compute_s, c.kernel_s, c.optimizer_s, c.exposed_comm_s, c.tflops_per_device,
+      c.step_s, c.compute_s,
+      c.collective_cpu_s > 0
+          ? fmt::format(" (of which collectives' CPU on the shared cores {:.4f})", c.collective_cpu_s)
+          : std::string(),
+      c.kernel_s, c.optimizer_s, c.exposed_comm_s, c.tflops_per_device,
       c.kernels_priced ? "" : "  (quantization kernels unpriced: the device gives no memory bandwidth)");
   out += fmt::format("bound: {}\n\n", c.bound.empty() ? "-" : c.bound);
   out += fmt::format("{:<26} {:<20} {:<12} {:>5} {:>7} {:>10} {:>10} {:>10} {:>10} {:>11} {:>9} {:>9}  {}\n",

@@ -49,6 +49,7 @@ struct Item {
   double seconds = 0;                      // on the comm stream, kernels inside included
   double kernel_s = 0;                     // of which kernels (comm stream) ...
   double compute_kernel_s = 0;  // ... or on the compute stream before its acquisition (DeepSpeed qwZ)
+  double cpu_s = 0;             // host CPU of one rank for its messages (MessagePrice::cpu_s)
   std::vector<LabelPart> parts = {};
 };
 
@@ -87,6 +88,7 @@ struct Pricer {
         p.measured = p.measured || m.measured;
         p.bound_tier = m.bound_tier;
         item.seconds += m.seconds;
+        item.cpu_s += m.cpu_s;
       }
   }
 
@@ -347,8 +349,19 @@ StepCost predict_step(const ModelShape& model, const Topology& topo, const Parti
                               ? o_elements * kAdamBytesPerElement / (dev.memory_bandwidth_GBps * 1e9)
                               : 0.0;
   out.optimizer_s = update_s;
+  // Ranks that compute on the cores which run their collectives (host_cores given): every rank's
+  // collective CPU (its messages' and the quantization kernels it runs inside them) takes those cores
+  // from compute, local_ranks / host_cores seconds of a rank's compute per CPU second, spread over its
+  // forward and backward in proportion (the collectives run all through the passes).
+  double model_s = 0, collective_cpu = 0;
+  for (double m : micro) model_s += m * accum;
+  for (const auto* items : {&pass, &boundary})
+    for (const Item& it : *items) collective_cpu += it.cpu_s + it.kernel_s;
+  if (options.host_cores > 0 && model_s > 0)
+    out.collective_cpu_s = collective_cpu * double(options.local_ranks) / options.host_cores;
+  const double stretch = model_s > 0 ? 1 + out.collective_cpu_s / model_s : 1.0;
   std::vector<double> compute(n_acq);
-  for (int a = 0; a < n_acq; ++a) compute[a] = micro[a % per_micro];
+  for (int a = 0; a < n_acq; ++a) compute[a] = micro[a % per_micro] * stretch;
   for (double c : compute) out.compute_s += c;
   for (double k : acq_kernel) out.kernel_s += k;
 

@@ -71,7 +71,10 @@ struct CostOptions {
   double link_efficiency = 1;
   // Ranks sharing a host's cores (docs/cost_model.md, "Calibration on this machine"): when more
   // ranks run than the host has cores, every collective call waits for its ranks to be scheduled:
-  // (local_ranks / host_cores - 1) scheduler slices per call. 0 = not shared (the default).
+  // (local_ranks / host_cores - 1) scheduler slices per call; and the collectives' host CPU (the
+  // tiers' cpu_call_us and cpu_GBps, and the quantization kernels inside them) runs on the cores the
+  // ranks compute on, so it is charged to compute (StepCost::collective_cpu_s). 0 = not shared (the
+  // default).
   int host_cores = 0;
   int local_ranks = 0;
   // The scheduler's time slice, microseconds; <= 0 = Linux's default (EEVDF base slice 750 us scaled
@@ -121,7 +124,10 @@ struct StepCost {
   std::string boundary;
   int world_size = 0;
   double step_s = 0;
-  double compute_s = 0;       // forward + backward (+ recompute)
+  double compute_s = 0;  // forward + backward (+ recompute), collective_cpu_s included
+  // Of compute_s: the collectives' host CPU on cores the ranks share (CostOptions::host_cores); 0
+  // when not shared or when the topology's tiers give no CPU figures.
+  double collective_cpu_s = 0;
   double kernel_s = 0;        // quantization kernels on the compute stream (DeepSpeed's qwZ)
   double exposed_comm_s = 0;  // step_s - compute_s - kernel_s - optimizer_s
   double optimizer_s = 0;

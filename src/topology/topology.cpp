@@ -44,7 +44,8 @@ double bandwidth_or(const JsonFields& f, std::string_view key, double fallback) 
 Tier parse_tier(const nlohmann::json& doc, const std::string& where, bool outermost, bool* auto_fanout) {
   JsonFields f(doc, where);
   reject_renamed(f, {"bandwidth_gbps", "reduce_gbps"});
-  f.allow_only({"name", "fanout", "bandwidth_GBps", "latency_us", "reduce_GBps", "source", "note"});
+  f.allow_only({"name", "fanout", "bandwidth_GBps", "latency_us", "reduce_GBps", "cpu_call_us", "cpu_GBps",
+                "source", "note"});
   Tier t;
   t.name = f.identifier("name");
   const auto& fan = f.raw("fanout");
@@ -64,6 +65,11 @@ Tier parse_tier(const nlohmann::json& doc, const std::string& where, bool outerm
   if (!(t.latency_us >= 0)) f.fail("latency_us", fmt::format("must be >= 0, got {}", t.latency_us));
   t.reduce_GBps = bandwidth_or(f, "reduce_GBps", 0);
   if (!(t.reduce_GBps >= 0)) f.fail("reduce_GBps", fmt::format("must be >= 0, got {}", t.reduce_GBps));
+  t.cpu_call_us = f.number_or("cpu_call_us", 0);
+  if (!(t.cpu_call_us >= 0) || !std::isfinite(t.cpu_call_us))
+    f.fail("cpu_call_us", fmt::format("must be >= 0, got {}", t.cpu_call_us));
+  t.cpu_GBps = bandwidth_or(f, "cpu_GBps", 0);
+  if (!(t.cpu_GBps >= 0)) f.fail("cpu_GBps", fmt::format("must be >= 0, got {}", t.cpu_GBps));
   t.source = f.str_or("source", "");
   return t;
 }
@@ -349,6 +355,8 @@ nlohmann::json Topology::to_json() const {
         {"name", t.name}, {"bandwidth_GBps", t.bandwidth_GBps}, {"latency_us", t.latency_us}};
     tj["fanout"] = t.fanout;
     if (t.reduce_GBps > 0) tj["reduce_GBps"] = t.reduce_GBps;
+    if (t.cpu_call_us > 0) tj["cpu_call_us"] = t.cpu_call_us;
+    if (t.cpu_GBps > 0) tj["cpu_GBps"] = t.cpu_GBps;
     if (!t.source.empty()) tj["source"] = t.source;
     doc["tiers"].push_back(tj);
   }

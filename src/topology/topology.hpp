@@ -11,6 +11,11 @@
 // reduce_GBps (optional, 0 = not known: reductions priced free) is the rate at which a rank adds a
 // received block into its partial sum during a reduce-scatter on that tier, GB of block per second
 // (a calibrated figure: perf/calibration.hpp fits it from bench comm's reduce-scatter rows).
+// cpu_call_us and cpu_GBps (optional, 0 = not known) are the host CPU one rank spends on one
+// collective call on that tier (its copies, sums and polling, on every thread of the rank):
+// cpu_call_us + x / cpu_GBps for a call in which the rank sends x bytes (calibrated from bench comm's
+// CPU time per call). The cost model charges them to compute when the ranks compute on the cores
+// that run their collectives (CostOptions::host_cores).
 #pragma once
 
 #include <nlohmann/json_fwd.hpp>
@@ -30,6 +35,8 @@ struct Tier {
   double bandwidth_GBps = 0;
   double latency_us = 0;
   double reduce_GBps = 0;  // optional; 0 = not known
+  double cpu_call_us = 0;  // optional; host CPU per collective call, 0 = not known
+  double cpu_GBps = 0;     // optional; bytes sent per second of host CPU, 0 = not known
   std::string source;      // where the figures come from
 };
 

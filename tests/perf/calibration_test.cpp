@@ -144,6 +144,61 @@ TEST(Calibration, TopologyRejectsANegativeReductionRate) {
   test::expect_input_error([&] { Topology::from_json(doc, "t.json"); }, {"reduce_GBps"});
 }
 
+// The CPU per call: cpu = c + x / kappa over the all-gather and reduce-scatter rows together (x the
+// bytes a rank sends), recovered exactly from rows made by that law, written into the tier and read
+// back; a bench without cpu_us leaves the tier without CPU figures.
+TEST(Calibration, FitsTheCpuPerCallAndWritesIt) {
+  const Topology mini = Topology::load("frontier-mini");
+  const std::vector<LinkParams> links = {{.bandwidth_GBps = 7.5, .latency_us = 30, .reduce_GBps = 2.5},
+                                         {.bandwidth_GBps = 3.25, .latency_us = 55, .reduce_GBps = 0.8},
+                                         {.bandwidth_GBps = 1.5, .latency_us = 0, .reduce_GBps = 11}};
+  const double call_us[] = {35, 0, 60}, cpu_GBps[] = {6, 4.5, 0};  // tier 2: no per-byte cost
+  nlohmann::json bench = synthetic_bench(mini, links);
+  const nlohmann::json without_cpu = bench;
+  for (auto& r : bench["results"]) {
+    const int t = mini.tier_index(r["group"].get<std::string>());
+    const int p = r["group_size"].get<int>();
+    const double x = double(p - 1) / p * r["size_bytes"].get<double>();
+    r["tierzero"]["cpu_us"] = call_us[t] + (cpu_GBps[t] > 0 ? x / (cpu_GBps[t] * 1e9) * 1e6 : 0.0);
+  }
+  for (int t = 0; t < 3; ++t) {
+    const CpuFit f = fit_tier_cpu(bench, mini.tier(t).name);
+    EXPECT_EQ(f.points, 16) << "tier " << t;  // 8 sizes of each of the two ops
+    EXPECT_NEAR(f.call_us, call_us[t], 1e-6 * (1 + call_us[t])) << "tier " << t;
+    EXPECT_NEAR(f.GBps, cpu_GBps[t], 1e-6 * (1 + cpu_GBps[t])) << "tier " << t;
+    EXPECT_LT(f.rms_relative_error, 1e-9) << "tier " << t;
+    EXPECT_EQ(fit_tier_cpu(without_cpu, mini.tier(t).name).points, 0);
+  }
+  const Topology cal =
+      Topology::from_json(calibrated_topology_json(mini, bench, "bench.json",
+                                                   {.tflops = 0.19, .source = "test", .quant_GBps = 21}),
+                          "calibrated");
+  EXPECT_NEAR(cal.tier(0).cpu_call_us, 35, 1e-6);
+  EXPECT_NEAR(cal.tier(0).cpu_GBps, 6, 1e-6);
+  EXPECT_NEAR(cal.tier(1).cpu_call_us, 0, 1e-6);
+  EXPECT_NEAR(cal.tier(1).cpu_GBps, 4.5, 1e-6);
+  EXPECT_NEAR(cal.tier(2).cpu_call_us, 60, 1e-6);
+  EXPECT_EQ(cal.tier(2).cpu_GBps, 0);
+  EXPECT_DOUBLE_EQ(cal.device().quant_GBps, 21);
+  EXPECT_NEAR(cal.to_json()["tiers"][0]["cpu_GBps"].get<double>(), 6, 1e-6);
+  const Topology plain =
+      Topology::from_json(calibrated_topology_json(mini, without_cpu, "bench.json", {}), "calibrated");
+  for (int t = 0; t < 3; ++t)
+    EXPECT_EQ(plain.tier(t).cpu_call_us + plain.tier(t).cpu_GBps, 0) << "tier " << t;
+  EXPECT_EQ(plain.device().quant_GBps, mini.device().quant_GBps);
+}
+
+TEST(Calibration, TopologyRejectsNegativeCpuFigures) {
+  for (const char* key : {"cpu_call_us", "cpu_GBps"}) {
+    nlohmann::json doc = Topology::load("flat").to_json();
+    doc["tiers"][0][key] = -1;
+    test::expect_input_error([&] { Topology::from_json(doc, "t.json"); }, {key, "-1"});
+  }
+  nlohmann::json doc = Topology::load("flat").to_json();
+  doc["tiers"][0]["cpu_gbps"] = 3;
+  test::expect_input_error([&] { Topology::from_json(doc, "t.json"); }, {"cpu_gbps"});
+}
+
 }  // namespace
 }  // namespace tz::perf
 

@@ -327,3 +327,62 @@ TEST(SchedulerWait, SlicesPerCallByHandAndAddedToEveryMessage) {
 
 }  // namespace
 }  // namespace tz::perf
+
+namespace tz::perf {
+namespace {
+
+// Ranks that share a host's cores pay for their collectives' CPU out of compute: every message's
+// cpu_call_us + sent / cpu_GBps on its outermost tier (an all-reduce two calls) and the quantization
+// kernels run inside the collectives, times local ranks / host cores; nothing when the host is not
+// shared or the tiers give no CPU figures.
+TEST(CollectiveCpu, ChargedToComputeWhereTheRanksShareTheHostsCores) {
+  const ModelShape m = load_model_shape("gpt-tiny");
+  nlohmann::json doc = Topology::load("frontier-mini").to_json();
+  const double call_us[] = {30, 45, 80}, cpu_GBps[] = {8, 5, 2};
+  nlohmann::json with_cpu = doc;
+  for (int t = 0; t < 3; ++t) {
+    with_cpu["tiers"][t]["cpu_call_us"] = call_us[t];
+    with_cpu["tiers"][t]["cpu_GBps"] = cpu_GBps[t];
+  }
+  with_cpu["device"]["quant_GBps"] = 20;
+  doc["device"]["quant_GBps"] = 20;
+  const Topology topo = Topology::from_json(with_cpu, "cpu"), plain = Topology::from_json(doc, "plain");
+  const CostOptions shared{.host_cores = 2, .local_ranks = 8};
+  for (const char* name : {"zero3", "zeropp", "ddp"}) {
+    const PartitionPlan plan = preset_with_options(name, topo, {});
+    double by_hand = 0;
+    const PlannedStep planned = plan_step(m, topo, plan);
+    for (const auto& c : planned.schedule.collectives())
+      for (const TierStep& st : c.steps) {
+        int outer = 0;
+        for (int t = 0; t < 3; ++t)
+          if (st.tiers & tier_bit(t)) outer = t;
+        const int calls = st.kind == CollectiveKind::all_reduce ? 2 : 1;
+        const double sent = calls * double(st.group_size - 1) / st.group_size * double(st.payload_bytes);
+        by_hand += calls * call_us[outer] * 1e-6 + sent / (cpu_GBps[outer] * 1e9);
+      }
+    const StepCost c = predict_step(m, topo, plan, shared);
+    for (const auto& r : c.comms) by_hand += r.kernel_s;  // tierzero: the kernels run in the collective
+    EXPECT_NEAR(c.collective_cpu_s, by_hand * 8 / 2, 1e-9 * by_hand) << name;
+    // Charged to compute: the same step without the tiers' CPU figures (the kernels alone) computes
+    // that much less.
+    const StepCost without = predict_step(m, plain, plan, shared);
+    double kernels = 0;
+    for (const auto& r : without.comms) kernels += r.kernel_s;
+    EXPECT_NEAR(without.collective_cpu_s, kernels * 8 / 2, 1e-12) << name;
+    EXPECT_EQ(kernels > 0, std::string(name) == "zeropp") << name;
+    EXPECT_NEAR(c.compute_s - without.compute_s, c.collective_cpu_s - without.collective_cpu_s,
+                1e-9 * c.compute_s)
+        << name;
+    EXPECT_GT(c.step_s, without.step_s) << name;
+    EXPECT_NEAR(c.compute_s + c.kernel_s + c.optimizer_s + c.exposed_comm_s, c.step_s, 1e-9 * c.step_s);
+    EXPECT_NE(format_explain(topo, plan, c).find("collectives' CPU on the shared cores"), std::string::npos);
+    // A host the ranks do not share: the figures change nothing.
+    const StepCost alone = predict_step(m, topo, plan), alone_plain = predict_step(m, plain, plan);
+    EXPECT_EQ(alone.collective_cpu_s, 0) << name;
+    EXPECT_DOUBLE_EQ(alone.step_s, alone_plain.step_s) << name;
+  }
+}
+
+}  // namespace
+}  // namespace tz::perf
