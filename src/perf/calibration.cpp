@@ -121,10 +121,13 @@ CpuFit fit_tier_cpu(const nlohmann::json& bench, const std::string& tier_name) {
   CpuFit f{.points = int(rows.size())};
   if (rows.size() < 2) return f;
   const Line line = relative_line_fit(rows);
-  // A slope that is not positive: the CPU per call does not grow with the bytes over the measured
-  // sizes; the per-call figure is then the weighted mean.
-  const double slope = line.slope > 0 ? line.slope : 0.0;
-  const double intercept = line.slope > 0 ? line.intercept : line.sy / line.w;
+  // A slope that is not positive (or only rounding's, next to the per-call part): the CPU per call does
+  // not grow with the bytes over the measured sizes; the per-call figure is then the weighted mean.
+  double largest_x = 0;
+  for (const Row& r : rows) largest_x = std::max(largest_x, r.x);
+  const bool grows = line.slope * largest_x > 1e-9 * (line.sy / line.w);
+  const double slope = grows ? line.slope : 0.0;
+  const double intercept = grows ? line.intercept : line.sy / line.w;
   f.call_us = intercept * 1e6;
   f.GBps = slope > 0 ? 1.0 / slope / 1e9 : 0.0;
   f.rms_relative_error = rms_relative_error(rows, [&](const Row& r) { return intercept + slope * r.x; });
