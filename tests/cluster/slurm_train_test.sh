@@ -10,7 +10,7 @@
 #   - 3 steps under srun: losses, gradient norms and learning rates bitwise those of the same ranks
 #     under mpirun on one host (--emulate);
 #   - `scancel --signal=TERM JOB` during a long run: every rank stops at the same step boundary S,
-#     the job exits 5 with one "stopped by SIGTERM (received by ranks R) after step S" line and
+#     the job exits 5 with one "stopped by SIGTERM (received by rank(s) R) after step S" line and
 #     saves step_S; `--resume` under srun continues to S+2; the steps before and after the stop are
 #     bitwise those of one uninterrupted run (mpirun, one host).
 # Exits 77 (skipped) with one line where this machine cannot run it (not root, no network
@@ -98,7 +98,7 @@ wait $job_pid
 rc=$?
 # Each node's slurmstepd signals its own tasks, so one node's ranks may see the signal a step boundary
 # before the other's: R names those that had it when the ranks agreed to stop (one rank suffices).
-line=$(grep -E "stopped by SIGTERM \(received by ranks [0-3](,[0-3])*\) after step [0-9]+ of 100000: every rank stopped at this step boundary" "$out/stopped.log")
+line=$(grep -E "stopped by SIGTERM \(received by ranks? [0-3](,[0-3])*\) after step [0-9]+ of 100000: every rank stopped at this step boundary" "$out/stopped.log")
 [ $rc -eq 5 ] && [ "$(echo "$line" | grep -c .)" -eq 1 ] ||
   fail "scancel --signal=TERM: srun exit $rc (5 expected), said: $(tail -5 "$out/stopped.log")"
 steps=$(echo "$line" | sed 's/.*after step \([0-9]*\) of.*/\1/')
